@@ -1,0 +1,70 @@
+# pglogical_py — two commands do everything on a fresh machine:
+#   make demo   set up .venv and decode the WAL bundled in fixtures/
+#   make test   set up .venv (+ .venv-pypy), make sure PostgreSQL 15 is installed, run the tests
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+PYPY_VENV := .venv-pypy
+PG15 := /usr/lib/postgresql/15/bin/postgres
+DEMO_DIR := fixtures/pg15/basic
+STAMP := $(VENV)/.installed
+PYPY_STAMP := $(PYPY_VENV)/.installed
+
+.PHONY: demo test test-cpython test-pypy lint postgres pypy clean bench
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test,dev,parquet]'
+	touch $(STAMP)
+
+postgres:
+	@if [ ! -x $(PG15) ]; then \
+	  echo "installing postgresql-15 (Debian)"; \
+	  apt-get update -qq && \
+	  mkdir -p /etc/postgresql-common && \
+	  (grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf || \
+	   echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf) && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null; \
+	fi
+	@test -x $(PG15)
+
+pypy:
+	@if ! command -v pypy3 >/dev/null; then \
+	  echo "installing pypy3 (Debian)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pypy3 >/dev/null; \
+	fi
+
+$(PYPY_STAMP): pyproject.toml
+	$(MAKE) pypy
+	pypy3 -m venv $(PYPY_VENV)
+	$(PYPY_VENV)/bin/pip install -q -e . pytest hypothesis
+	touch $(PYPY_STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/pglogical-py waldump $(DEMO_DIR)/wal --stats
+	@if [ -f $(DEMO_DIR)/catalog.json.gz ] && $(VENV)/bin/pglogical-py decode --help >/dev/null 2>&1; then \
+	  $(VENV)/bin/pglogical-py decode $(DEMO_DIR)/wal --catalog $(DEMO_DIR)/catalog.json.gz \
+	    --slot-state $(DEMO_DIR)/slot.state --format tsv; \
+	fi
+
+test: $(STAMP) postgres $(PYPY_STAMP)
+	$(MAKE) test-cpython
+	$(MAKE) test-pypy
+
+test-cpython: $(STAMP)
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# the core's tests under PyPy: no live server (psycopg has no PyPy wheel), no Parquet
+test-pypy: $(PYPY_STAMP)
+	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live'
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check pglogical_py tests benchmarks fixtures
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/bench_waldump.py
+
+clean:
+	rm -rf $(VENV) $(PYPY_VENV) .pytest_cache .hypothesis
