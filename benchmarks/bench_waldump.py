@@ -78,12 +78,13 @@ def generate(kind: str, scale: int, txns: int, bulk_txns: int) -> Dict[str, str]
         env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(srv.port), PGUSER="postgres")
         if kind == "pgbench":
             pgbench = str(PG15_BIN / "pgbench")
-            subprocess.run([pgbench, "-q", "-i", "-s", str(scale), "postgres"], env=env, check=True,
-                           capture_output=True)
+            subprocess.run([pgbench, "-q", "-i", "-s", str(scale), "postgres"], env=env,
+                           check=True, capture_output=True)
             subprocess.run([pgbench, "-c", "4", "-j", "2", "-t", str(txns), "postgres"], env=env,
                            check=True, capture_output=True)
         else:
-            srv.execute("CREATE TABLE bulk (id int8 primary key, t text, n numeric, ts timestamptz)")
+            srv.execute(
+                "CREATE TABLE bulk (id int8 primary key, t text, n numeric, ts timestamptz)")
             conn = srv.connect()
             for i in range(bulk_txns):
                 conn.execute(

@@ -61,7 +61,8 @@ def _file_calls(tree: ast.AST) -> list:
             found.append(node.lineno)
         elif isinstance(func, ast.Attribute):
             base = func.value
-            if func.attr == "open" and isinstance(base, ast.Name) and base.id in ("io", "os", "gzip"):
+            is_module = isinstance(base, ast.Name) and base.id in ("io", "os", "gzip")
+            if func.attr == "open" and is_module:
                 found.append(node.lineno)
             elif func.attr in FILE_CALL_ATTRS:
                 found.append(node.lineno)
