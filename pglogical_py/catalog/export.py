@@ -17,7 +17,15 @@ NOTES
          "database": {"oid": 5, "datname": "postgres", "encoding": 6},
          "pg_namespace": [...], "pg_class": [...], "pg_attribute": [...], "pg_type": [...],
          "pg_enum": [...], "pg_range": [...], "pg_index": [...], "pg_constraint": [...],
-         "pg_collation": [...], "pg_database": [...], "pg_tablespace": [...], "pg_am": [...]}
+         "pg_collation": [...], "pg_database": [...], "pg_tablespace": [...], "pg_am": [...],
+         "pg_inherits": [...]}
+
+    ``pg_attribute`` rows also carry ``attmissingval_text`` = ``attmissingval::text``
+    (row_to_json's JSON form of the anyarray is lossy: ``1.50`` becomes ``1.5``).  The
+    transaction runs with the settings the decoder prints with by default
+    (``EXPORT_SETTINGS``: TimeZone UTC, DateStyle ISO, IntervalStyle postgres,
+    extra_float_digits 1, bytea_output hex), so such text is what test_decoding prints.
+    ``pg_inherits`` (partition parents) is optional for readers: older exports lack it.
 
     Columns differ by major (e.g. ``daticulocale`` vs ``datlocale``); readers ignore unknown
     keys.  psycopg is imported inside the function: the module itself stays importable on PyPy.
@@ -32,7 +40,14 @@ import gzip
 import json
 from typing import Any, Dict
 
-__all__ = ["CATALOGS", "export_catalog", "write_catalog"]
+__all__ = [
+    "CATALOGS",
+    "EXPORT_SETTINGS",
+    "EXTRA_CATALOGS",
+    "export_catalog",
+    "export_physical",
+    "write_catalog",
+]
 
 #: catalogs exported, in file order.
 CATALOGS = (
@@ -50,8 +65,22 @@ CATALOGS = (
     "pg_am",
 )
 
+#: optional catalogs exported after ``CATALOGS`` (readers accept exports without them;
+#: they may be empty, e.g. pg_inherits in a cluster without partitions)
+EXTRA_CATALOGS = ("pg_inherits",)
+
+#: session settings of the export: the ones the decoder prints with by default, so that
+#: text forms (``attmissingval::text``) are what test_decoding prints.
+EXPORT_SETTINGS = (
+    ("TimeZone", "UTC"),
+    ("DateStyle", "ISO, MDY"),
+    ("IntervalStyle", "postgres"),
+    ("extra_float_digits", "1"),
+    ("bytea_output", "hex"),
+)
+
 # Catalogs without an oid column (pg_attribute, pg_index, pg_range are keyed otherwise).
-_NO_OID = {"pg_attribute", "pg_index", "pg_range"}
+_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits"}
 
 
 def export_catalog(conn: Any) -> Dict[str, Any]:
@@ -68,6 +97,8 @@ def export_catalog(conn: Any) -> Dict[str, Any]:
     conn.autocommit = False
     try:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        for name, value in EXPORT_SETTINGS:
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         out: Dict[str, Any] = {}
         row = conn.execute(
             "SELECT pg_current_wal_lsn()::text, current_setting('server_version_num')::int, "
@@ -78,12 +109,20 @@ def export_catalog(conn: Any) -> Dict[str, Any]:
         out["lsn"] = row[0]
         out["server_version_num"] = row[1]
         out["database"] = {"oid": row[2], "datname": row[3], "encoding": row[4]}
-        for cat in CATALOGS:
+        for cat in CATALOGS + EXTRA_CATALOGS:
             if cat == "pg_class":
                 sql = (
                     "SELECT row_to_json(t)::text FROM (SELECT c.*, "
                     "pg_relation_filenode(c.oid) AS filenode FROM pg_catalog.pg_class c "
                     "ORDER BY c.oid) t"
+                )
+            elif cat == "pg_attribute":
+                # row_to_json renders attmissingval (anyarray) as JSON: 1.50 -> 1.5;
+                # its text form is exact
+                sql = (
+                    "SELECT row_to_json(t)::text FROM (SELECT a.*, "
+                    "a.attmissingval::text AS attmissingval_text "
+                    "FROM pg_catalog.pg_attribute a ORDER BY a.attrelid, a.attnum) t"
                 )
             elif cat in _NO_OID:
                 sql = f"SELECT row_to_json(t)::text FROM pg_catalog.{cat} t"
@@ -114,3 +153,109 @@ def write_catalog(catalog: Dict[str, Any], path: str) -> None:
     else:
         with open(path, "wb") as f:
             f.write(data)
+
+
+# -- physical export (issue 6): a subset of the data directory ------------------------------
+
+#: how much pg_read_binary_file reads per call
+_CHUNK = 64 * 1024 * 1024
+#: SLRU / mapping directories copied whole
+_PHYSICAL_DIRS = ("pg_xact", "pg_multixact/offsets", "pg_multixact/members",
+                  "pg_logical/mappings")
+
+
+def _read_server_file(conn: Any, path: str) -> Any:
+    """The bytes of a server file through pg_read_binary_file, None when missing."""
+    row = conn.execute("SELECT size FROM pg_stat_file(%s, true)", (path,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    size = int(row[0])
+    parts = []
+    off = 0
+    while off < size:
+        n = min(_CHUNK, size - off)
+        chunk = conn.execute("SELECT pg_read_binary_file(%s, %s, %s, true)",
+                             (path, off, n)).fetchone()[0]
+        if chunk is None:
+            return None
+        parts.append(bytes(chunk))
+        off += n
+        if len(chunk) < n:
+            break
+    return b"".join(parts)
+
+
+def export_physical(conn: Any, *, checkpoint: bool = True) -> Dict[str, bytes]:
+    """Read the physical catalog subset through a superuser connection (CPython only).
+
+    Returns ``{relpath: bytes}``: ``PG_VERSION``, both ``pg_filenode.map`` files, the
+    heap files (all 1 GB segments) of every catalog in ``_catalog_layouts`` and of their
+    TOAST tables, ``pg_xact/*``, ``pg_multixact/{offsets,members}/*``,
+    ``pg_logical/mappings/*`` and ``catalog.meta.json`` (lsn after the CHECKPOINT,
+    server_version_num, database, next multixact id / offset, next xid).  Write it with
+    ``pglogical_py.adapters.datadir.write_datadir_subset``.
+    """
+    from ._catalog_layouts import CATALOG_LAYOUTS
+
+    prev_autocommit = conn.autocommit
+    if conn.info.transaction_status != 0:
+        conn.rollback()
+    conn.autocommit = True
+    files: Dict[str, bytes] = {}
+    try:
+        if checkpoint:
+            conn.execute("CHECKPOINT")
+        row = conn.execute(
+            "SELECT pg_current_wal_lsn()::text, current_setting('server_version_num')::int, "
+            "d.oid::bigint, d.datname::text, d.encoding, current_setting('server_version') "
+            "FROM pg_database d WHERE d.datname = current_database()").fetchone()
+        assert row is not None
+        major = int(row[1]) // 10000
+        ck = conn.execute("SELECT next_xid, next_multixact_id::text::bigint, "
+                          "next_multi_offset::text::bigint, redo_lsn::text "
+                          "FROM pg_control_checkpoint()").fetchone()
+        meta: Dict[str, Any] = {
+            "lsn": row[0], "server_version_num": row[1], "server_version": row[5],
+            "database": {"oid": row[2], "datname": row[3], "encoding": row[4]},
+            "next_xid": ck[0], "next_multixact_id": ck[1], "next_multi_offset": ck[2],
+            "checkpoint_redo_lsn": ck[3], "format": "pglogical_py physical catalog 1",
+        }
+        layouts = CATALOG_LAYOUTS.get(major)
+        if layouts is None:
+            raise RuntimeError(f"no catalog layouts for PostgreSQL {major}")
+        oids = [v[0] for v in layouts.values()]
+        rels = conn.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = ANY(%s) "
+            "UNION SELECT pg_relation_filepath(c.reltoastrelid) FROM pg_class c "
+            "WHERE c.oid = ANY(%s) AND c.reltoastrelid <> 0", (oids, oids)).fetchall()
+        dbdir = conn.execute(
+            "SELECT pg_relation_filepath('pg_catalog.pg_class'::regclass)").fetchone()[0]
+        dbdir = dbdir.rsplit("/", 1)[0]
+        wanted = ["PG_VERSION", "global/pg_filenode.map", f"{dbdir}/pg_filenode.map"]
+        for (path,) in rels:
+            if path is None:
+                continue
+            wanted.append(path)
+        for path in wanted:
+            data = _read_server_file(conn, path)
+            if data is None:
+                raise RuntimeError(f"server file {path} is missing")
+            files[path] = data
+            seg = 1
+            while path not in ("PG_VERSION",) and len(data) == 1024 * 1024 * 1024:
+                data = _read_server_file(conn, f"{path}.{seg}")
+                if data is None:
+                    break
+                files[f"{path}.{seg}"] = data
+                seg += 1
+        for d in _PHYSICAL_DIRS:
+            for (name,) in conn.execute("SELECT pg_ls_dir(%s, true, false) ORDER BY 1",
+                                        (d,)).fetchall():
+                data = _read_server_file(conn, f"{d}/{name}")
+                if data is not None:
+                    files[f"{d}/{name}"] = data
+        meta["files"] = len(files) + 1
+        files["catalog.meta.json"] = json.dumps(meta, sort_keys=True, indent=1).encode()
+    finally:
+        conn.autocommit = prev_autocommit
+    return files

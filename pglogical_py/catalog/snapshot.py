@@ -16,7 +16,10 @@ NOTES
     pg_attribute, pg_type, pg_enum, pg_range, pg_index, pg_constraint,
     pg_collation, pg_database, pg_tablespace and pg_am.  Unknown keys and columns
     are ignored (catalog columns differ by major); optional extras we use when
-    present: ``pg_inherits`` (partition parents), ``search_path`` and ``user``.
+    present: ``pg_inherits`` (partition parents), ``search_path`` and ``user``;
+    per pg_attribute row ``attmissingval_text`` (exact text, preferred over the lossy
+    JSON ``attmissingval``) and ``attmissingval_error`` (the physical catalog could not
+    print the value: building that relation raises CatalogError with it).
 
     The core is sans-IO: ``CatalogSnapshot.from_dict`` / ``from_bytes`` take data
     (gzip recognised by its magic and inflated with zlib); ``CatalogSnapshot.load``
@@ -717,6 +720,9 @@ class CatalogSnapshot:
         hasmissing = _bool(r.get("atthasmissing"))
         missingval = r.get("attmissingval_text", r.get("attmissingval"))
         missing_text: Optional[str] = None
+        if hasmissing and r.get("attmissingval_error"):
+            raise self._error(f"attmissingval of {r.get('attname')} (relation "
+                              f"{r.get('attrelid')}): {r['attmissingval_error']}")
         if hasmissing and missingval is not None:
             t = self._types.get(typid)
             if isinstance(missingval, list):  # row_to_json's JSON rendering (lossy)

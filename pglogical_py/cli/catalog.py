@@ -9,7 +9,11 @@ NOTES
     ``pg_current_wal_lsn()`` recorded) and writes it with ``write_catalog``
     (gzip when FILE ends in ``.gz``); it then loads the file back through
     ``CatalogSnapshot.load`` so that a snapshot the decoder cannot read is reported
-    at once.  ``catalog show FILE`` prints a one-line summary and, with
+    at once.  ``catalog export --physical --dsn DSN -o DIR`` writes the physical
+    catalog (issue 6: catalog heap files, relation maps, pg_xact, pg_multixact,
+    pg_logical/mappings, catalog.meta.json; see catalog/physical.py) through
+    ``pg_read_binary_file`` after a CHECKPOINT, then opens it back.
+    ``catalog show FILE`` (FILE may be such a directory) prints a one-line summary and, with
     ``--relations``, every user relation with its filenode.  (``catalog history``
     comes with the historic-catalog issue.)
 """
@@ -32,11 +36,18 @@ def add_parser(sub: Any) -> None:
     e = csub.add_parser("export", help="write a catalog snapshot from a live server")
     e.add_argument("--dsn", required=True, help="libpq connection string of the database")
     e.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="output file (.json or .json.gz)")
+                   help="output file (.json or .json.gz); with --physical a directory")
+    e.add_argument("--physical", action="store_true",
+                   help="write the physical catalog instead (a data-directory subset: "
+                        "catalog heap files, relation maps, pg_xact, pg_multixact, "
+                        "pg_logical/mappings) through pg_read_binary_file, after a "
+                        "CHECKPOINT; needs a superuser (or EXECUTE on pg_read_binary_file "
+                        "and pg_read_server_files) and should run while the slot exists")
     e.set_defaults(run=run_export)
 
     s = csub.add_parser("show", help="summarise a catalog snapshot")
-    s.add_argument("file", help="a .json or .json.gz catalog snapshot")
+    s.add_argument("file", help="a .json or .json.gz catalog snapshot, or a physical "
+                                "catalog directory (its latest committed state)")
     s.add_argument("--relations", action="store_true", help="list user relations")
     s.set_defaults(run=run_show)
     p.set_defaults(run=lambda args: (p.print_help(), 2)[1])
@@ -48,9 +59,24 @@ def run_export(args: argparse.Namespace) -> int:
         import psycopg
     except ImportError:  # pragma: no cover - psycopg is a CPython test/CLI dependency
         raise UsageError("catalog export needs psycopg (pip install 'psycopg[binary]')") from None
-    from ..catalog.export import export_catalog, write_catalog
+    from ..catalog.export import export_catalog, export_physical, write_catalog
     from ..catalog.snapshot import CatalogSnapshot
 
+    if args.physical:
+        from ..adapters.datadir import write_datadir_subset
+        from ..catalog.physical import PhysicalCatalog
+
+        try:
+            with psycopg.connect(args.dsn, autocommit=True) as conn:
+                files = export_physical(conn)
+        except psycopg.Error as err:
+            raise UsageError(f"cannot export the physical catalog from {args.dsn!r}: "
+                             f"{err}") from None
+        sizes = write_datadir_subset(files, args.output)
+        pc = PhysicalCatalog.load(args.output)
+        print(f"{args.output}: {pc!r}, {len(sizes)} files, {sum(sizes.values())} bytes; "
+              f"{pc.latest()!r}", file=sys.stderr)
+        return 0
     try:
         with psycopg.connect(args.dsn) as conn:
             data = export_catalog(conn)
@@ -64,9 +90,16 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     """catalog show: summary (and relations) of a snapshot file."""
+    import os
+
     from ..catalog.snapshot import CatalogSnapshot
 
-    snap = CatalogSnapshot.load(args.file)
+    if os.path.isdir(args.file):
+        from ..catalog.physical import PhysicalCatalog
+
+        snap = PhysicalCatalog.load(args.file).latest()
+    else:
+        snap = CatalogSnapshot.load(args.file)
     print(repr(snap))
     if args.relations:
         for oid in sorted(snap.user_relation_oids()):

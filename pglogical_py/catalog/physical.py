@@ -1,0 +1,812 @@
+"""The physical catalog: catalog heap files read offline, every tuple version kept.
+
+Mirrors: relcache.c's bootstrap (``formrdesc``, ``RelationCacheInitializePhase3``:
+the mapped catalogs are found through the relation map, the others through pg_class),
+relmapper.c (``RelationMapOidToFilenumber``), md.c (1 GB segment files ``N``, ``N.1``
+...), heapam.c's sequential scan (``heapgettup_pagemode`` over every line pointer),
+heaptuple.c (``heap_deform_tuple``), detoast.c / heaptoast.c (``toast_fetch_datum``:
+chunks of the catalog's TOAST table), and the historic catalog access of logical
+decoding (``SetupHistoricSnapshot`` + ``HeapTupleSatisfiesHistoricMVCC`` over
+catalog scans).  PostgreSQL 15..18.
+
+NOTES
+    Why.  PostgreSQL decodes every change against the catalog as it was when the
+    change was made: the slot's catalog_xmin keeps old catalog tuple versions on
+    disk (VACUUM and pruning may not remove them), and a historic MVCC snapshot
+    picks the right version.  We do the same offline, from a copy of the catalog
+    files taken after a CHECKPOINT while the slot exists (``pglogical-py catalog
+    export --physical``, or a whole copied data directory).
+
+    Input.  A ``FileAccess`` (``_files.py``: ``read(relpath)`` / ``list(dir)``) over
+    a data directory or the subset export writes: ``PG_VERSION``,
+    ``global/pg_filenode.map``, ``base/<db>/pg_filenode.map``, the heap files of the
+    catalogs in ``_catalog_layouts`` and their TOAST tables, ``pg_xact/*``,
+    ``pg_multixact/*``, ``pg_logical/mappings/*`` and ``catalog.meta.json``
+    (lsn, server_version_num, database oid / name / encoding, next multixact and
+    offset).  Without ``catalog.meta.json`` (a plain data directory) the database is
+    named by the caller (oid or name; looked up in pg_database).
+
+    Bootstrap.  pg_class is mapped: its file number comes from the database's map;
+    its rows are deformed with the bootstrap descriptor of the major
+    (``_catalog_layouts``, generated from live servers).  The *current* version of
+    each catalog's own pg_class row (xmin committed, xmax not) gives the
+    relfilenode of the non-mapped catalogs and every reltoastrelid.  Shared
+    catalogs (pg_database, pg_tablespace) are read from ``global/`` via the shared
+    map.  Only files on disk can be read: a catalog rewritten (VACUUM FULL) before
+    the copy has only its new file; its old tuple versions moved with it, with
+    their original xmin/xmax (rewriteheap.c) -- and ``pg_logical/mappings`` tell
+    where each tuple of the decoded transaction went (see
+    ``apply_rewrite_mappings``).
+
+    Tuple versions.  Every LP_NORMAL line pointer of every page is a
+    ``TupleVersion``: catalog, (block, offset), the HeapTupleHeader (xmin, xmax,
+    t_cid, infomask, ctid), and its row as a dict -- the same keys and value kinds
+    as ``row_to_json`` (see ``export.py``): ints for oid/int/xid columns, str for
+    name/text/"char"/pg_node_tree, bool, float, lists for arrays, ``"1 2"`` text for
+    int2vector/oidvector, regproc as the function's name (via pg_proc; ``-`` for 0),
+    aclitem as hex.  ``attmissingval`` (anyarray) becomes ``attmissingval_text``, its
+    array_out text under the decoder's default settings, computed with the types
+    layer once types are known.  pg_class rows get ``filenode`` (relfilenode, or the
+    relation map's number for a mapped catalog).  Rows are deformed lazily and
+    cached on the version.
+
+    Snapshots.  ``catalog_at(snapshot)`` filters every catalog's versions through
+    ``visibility.satisfies_historic_mvcc`` and builds a ``CatalogSnapshot`` from
+    the visible rows, so every relcache/syscache question (relation_by_filenode,
+    tuple descriptors, format_type...) is answered by the same code as for a JSON
+    export.  Results are cached per ``snapshot.cache_key()``.  ``latest()`` is the
+    view with every committed transaction visible (what a JSON export taken at the
+    same time shows).  An attmissingval the types layer cannot print is kept as
+    ``attmissingval_error``: building that one relation raises, not the whole catalog.
+
+    API for the decoder (snapbuild / reorderbuffer)::
+
+        pc = PhysicalCatalog.load("DIR")                 # adapters.datadir
+        # or PhysicalCatalog(files, database) with any FileAccess
+        tc = TupleCids()                                 # per decoded transaction
+        tc.add(spc, db, relnumber, block, offset, cmin, cmax, combocid)  # each NEW_CID
+        snap = HistoricSnapshot(xmin, xmax, committed_xids, subxip=own_xids,
+                                curcid=cid, tuplecids=tc)
+        cat = pc.catalog_at(snap)                        # -> CatalogSnapshot (cached)
+        rel = cat.relation_by_filenode(spc, db, relnumber)
+
+    ``catalog_at`` first applies the logical rewrite mapping files meant for the
+    snapshot's own xids (ResolveCminCmaxDuringDecoding's UpdateLogicalMappings).
+    Lower level: ``versions(catalog)`` (every TupleVersion), ``row(tv)``,
+    ``visible(tv, snapshot)``, ``rows_at(catalog, snapshot)``, ``clog``
+    (``status_name(xid)``), ``multixacts``, ``shared_map`` / ``local_map``.
+
+    Limitations (for the integration): the relation map is the one on disk (a
+    mapped catalog rewritten inside the decoded range needs XLOG_RELMAP_UPDATE
+    records to know the older number); SUB_COMMITTED xids count as not committed
+    (no pg_subtrans); regproc names come from the latest pg_proc.
+
+INVARIANTS
+    Versions are listed in physical order (block, offset).  Reading never modifies
+    the accessor.  Every structural problem raises ``CatalogError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+from ..access.detoast import (
+    ToastPointer,
+    detoast_inline,
+    is_external_ondisk,
+    parse_toast_pointer,
+    reassemble_toast,
+    toast_chunk_payload,
+)
+from ..access.heaptuple import deform_tuple_generic
+from ..errors import CatalogError, PglogicalError
+from ..wal.bufpage import (
+    BLCKSZ,
+    HEAP_XMAX_COMMITTED,
+    HEAP_XMAX_INVALID,
+    HEAP_XMAX_IS_MULTI,
+    HEAP_XMIN_COMMITTED,
+    LP_NORMAL,
+    HeapPage,
+    HeapTupleHeader,
+)
+from ._catalog_layouts import CATALOG_LAYOUTS, TOAST_COLUMNS, TYPE_LAYOUTS
+from ._files import FileAccess
+from .clog import Clog, MultiXacts
+from .relation import Attribute, TupleDesc
+from .relmapper import RELMAPPER_FILENAME, RelMap
+from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot
+from .visibility import (
+    HEAP_XMIN_FROZEN,
+    HistoricSnapshot,
+    TupleCids,
+    satisfies_historic_mvcc,
+    xmax_is_locked_only,
+)
+
+__all__ = [
+    "CATALOGS",
+    "HistoricSnapshot",
+    "PhysicalCatalog",
+    "RewriteMapping",
+    "TupleCids",
+    "TupleVersion",
+    "apply_rewrite_mappings",
+    "parse_rewrite_mapping_file",
+    "read_rewrite_mappings",
+]
+
+META_FILE = "catalog.meta.json"
+RELSEG_SIZE = 131072  # blocks per 1 GB segment (md.c)
+#: the catalogs read (those the JSON export has, plus what DDL decoding needs)
+CATALOGS = tuple(CATALOG_LAYOUTS[15])
+
+# pg_type oids of catalog column types
+_BOOL, _BYTEA, _CHAR, _NAME, _INT8, _INT2, _INT2VECTOR, _INT4, _REGPROC = (
+    16, 17, 18, 19, 20, 21, 22, 23, 24)
+_TEXT, _OID, _XID, _CID, _OIDVECTOR, _NODETREE = 25, 26, 28, 29, 30, 194
+_FLOAT4, _FLOAT8, _ANYARRAY = 700, 701, 2277
+_INTS = {_INT2: "<h", _INT4: "<i", _INT8: "<q", _OID: "<I", _XID: "<I", _CID: "<I",
+         _REGPROC: "<I", 2202: "<I", 2203: "<I", 2204: "<I", 2205: "<I", 2206: "<I",
+         4089: "<I", 4096: "<I", 3734: "<I", 3769: "<I", 4191: "<I"}
+_FLOATS = {_FLOAT4: "<f", _FLOAT8: "<d"}
+
+
+class TupleVersion:
+    """One on-disk version of a catalog row (a heap tuple with its header)."""
+
+    __slots__ = ("catalog", "block", "offset", "header", "key", "_row")
+
+    def __init__(self, catalog: str, block: int, offset: int, header: HeapTupleHeader,
+                 key: Tuple[int, int, int, int, int]) -> None:
+        self.catalog = catalog
+        self.block = block
+        self.offset = offset
+        #: HeapTupleHeaderData: t_xmin, t_xmax, t_field3 (cid), t_infomask, t_ctid ...
+        self.header = header
+        #: (spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey
+        self.key = key
+        self._row: Optional[Dict[str, Any]] = None
+
+    @property
+    def ctid(self) -> Tuple[int, int]:
+        """This version's own item pointer (block, offset)."""
+        return (self.block, self.offset)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (f"TupleVersion({self.catalog} ({self.block},{self.offset}) xmin={h.t_xmin} "
+                f"xmax={h.t_xmax} cid={h.t_field3} infomask=0x{h.t_infomask:04x} "
+                f"t_ctid={h.t_ctid})")
+
+
+class _Heap:
+    """One catalog relation's file and descriptor."""
+
+    __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions")
+
+    def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
+                 columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
+        self.name = name
+        self.oid = oid
+        self.locator = locator
+        self.path = path
+        self.columns = columns
+        self.tupdesc = TupleDesc([
+            Attribute(i + 1, c[0], c[1], -1, c[2], c[3], c[4]) for i, c in enumerate(columns)])
+        self.toast: Optional[_Heap] = None
+        self.versions: Optional[List[TupleVersion]] = None
+
+
+class PhysicalCatalog:
+    """Catalog heap files of one database (+ shared catalogs), every tuple version."""
+
+    def __init__(self, files: FileAccess, database: Union[int, str, None] = None, *,
+                 source: Optional[str] = None) -> None:
+        self.files = files
+        self.source = source or repr(files)
+        meta_raw = files.read(META_FILE)
+        self.meta: Dict[str, Any] = {}
+        if meta_raw is not None:
+            try:
+                self.meta = json.loads(meta_raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as err:
+                raise self._error(f"bad {META_FILE}: {err}") from None
+        self.major = self._detect_major()
+        if self.major not in CATALOG_LAYOUTS:
+            raise self._error(f"unsupported PostgreSQL major {self.major} "
+                              f"(layouts for {sorted(CATALOG_LAYOUTS)})")
+        self.layouts = CATALOG_LAYOUTS[self.major]
+        self.types = TYPE_LAYOUTS[self.major]
+        self.server_version_num: int = int(self.meta.get("server_version_num")
+                                           or self.major * 10000)
+        lsn = self.meta.get("lsn", "0/0")
+        self.lsn: Any = lsn
+        self.clog = Clog(files.read)
+        self.multixacts = MultiXacts(files.read, int(self.meta.get("next_multixact_id") or 0),
+                                     int(self.meta.get("next_multi_offset") or 0))
+        shared_map = files.read(f"global/{RELMAPPER_FILENAME}")
+        if shared_map is None:
+            raise self._error(f"global/{RELMAPPER_FILENAME} is missing")
+        self.shared_map = RelMap.from_bytes(shared_map, f"global/{RELMAPPER_FILENAME}")
+        self._heaps: Dict[str, _Heap] = {}
+        db = self.meta.get("database") or {}
+        if database is None and db:
+            database = int(db["oid"])
+        if database is None:
+            raise self._error(f"no {META_FILE}: name the database (oid or name)")
+        if isinstance(database, str):
+            database = self._database_oid_by_name(database)
+        self.database_oid: int = int(database)
+        self.datname: str = str(db.get("datname", ""))
+        self.encoding: Any = db.get("encoding", 6)
+        self.default_tablespace = DEFAULTTABLESPACE_OID
+        for row in self._latest_rows(self._shared_heap("pg_database")):
+            if int(row["oid"]) == self.database_oid:
+                self.datname = self.datname or str(row["datname"])
+                self.encoding = int(row["encoding"])
+                self.default_tablespace = int(row["dattablespace"])
+                break
+        else:
+            raise self._error(f"database {self.database_oid} is not in pg_database")
+        self.db_dir = self._db_dir(self.default_tablespace)
+        local_map = files.read(f"{self.db_dir}/{RELMAPPER_FILENAME}")
+        if local_map is None:
+            raise self._error(f"{self.db_dir}/{RELMAPPER_FILENAME} is missing")
+        self.local_map = RelMap.from_bytes(local_map, f"{self.db_dir}/{RELMAPPER_FILENAME}")
+        self._class_latest: Dict[int, Dict[str, Any]] = {}
+        self._bootstrap()
+        self._proc_names: Optional[Dict[int, str]] = None
+        self._cache: Dict[Tuple[object, ...], CatalogSnapshot] = {}
+        self._toast_chunks: Dict[str, Dict[int, Dict[int, bytes]]] = {}
+        self._mappings: Optional[List[RewriteMapping]] = None
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str, database: Union[int, str, None] = None) -> PhysicalCatalog:
+        """Open a catalog directory (export subset or data directory) via the adapter."""
+        from ..adapters.datadir import DataDirFiles
+
+        return cls(DataDirFiles(path), database, source=path)
+
+    def _error(self, message: str) -> CatalogError:
+        return CatalogError(message, file=self.source)
+
+    def _detect_major(self) -> int:
+        num = self.meta.get("server_version_num")
+        if num:
+            return int(num) // 10000
+        raw = self.files.read("PG_VERSION")
+        if raw is None:
+            raise self._error("neither catalog.meta.json nor PG_VERSION found")
+        try:
+            return int(raw.decode("ascii").strip().split(".")[0])
+        except ValueError:
+            raise self._error(f"bad PG_VERSION {raw[:20]!r}") from None
+
+    def _db_dir(self, spc: int) -> str:
+        if spc == GLOBALTABLESPACE_OID:
+            return "global"
+        if spc == DEFAULTTABLESPACE_OID:
+            return f"base/{self.database_oid}"
+        # tablespace directories: pg_tblspc/<spc>/PG_<major>_<catversion>/<db>
+        for name in self.files.list(f"pg_tblspc/{spc}"):
+            if name.startswith(f"PG_{self.major}_"):
+                return f"pg_tblspc/{spc}/{name}/{self.database_oid}"
+        raise self._error(f"tablespace {spc} directory not found under pg_tblspc")
+
+    def _shared_heap(self, name: str) -> _Heap:
+        heap = self._heaps.get(name)
+        if heap is None:
+            oid, shared, _mapped, cols = self.layouts[name]
+            fn = self.shared_map.filenumber(oid)
+            if not fn:
+                raise self._error(f"shared catalog {name} ({oid}) is not in the shared map")
+            heap = _Heap(name, oid, (GLOBALTABLESPACE_OID, 0, fn), f"global/{fn}", cols)
+            self._heaps[name] = heap
+        return heap
+
+    def _bootstrap(self) -> None:
+        """Locate every catalog and TOAST table through pg_class (itself mapped)."""
+        oid, _s, _m, cols = self.layouts["pg_class"]
+        fn = self.local_map.filenumber(oid)
+        if not fn:
+            raise self._error("pg_class is not in the database's relation map")
+        pg_class = _Heap("pg_class", oid, (self.default_tablespace, self.database_oid, fn),
+                         f"{self.db_dir}/{fn}", cols)
+        self._heaps["pg_class"] = pg_class
+        for row in self._latest_rows(pg_class):
+            self._class_latest[int(row["oid"])] = row
+        for name, (coid, shared, _mapped, ccols) in self.layouts.items():
+            if name == "pg_class":
+                heap = pg_class
+            elif shared:
+                heap = self._shared_heap(name)
+            else:
+                heap = self._heap_for(name, coid, ccols)
+            crow = self._class_latest.get(coid)
+            if crow is not None and int(crow.get("reltoastrelid") or 0):
+                toid = int(crow["reltoastrelid"])
+                heap.toast = self._heap_for(f"{name}.toast", toid, TOAST_COLUMNS,
+                                            shared=bool(shared))
+
+    def _heap_for(self, name: str, oid: int, cols: Tuple[Tuple[str, int, int, bool, str], ...],
+                  shared: bool = False) -> _Heap:
+        row = self._class_latest.get(oid)
+        if row is None:
+            raise self._error(f"pg_class has no committed row for {name} ({oid})")
+        spc, fn = self._locate(row)
+        if not fn:
+            raise self._error(f"cannot find the file of {name} ({oid})")
+        db = 0 if spc == GLOBALTABLESPACE_OID else self.database_oid
+        heap = _Heap(name, oid, (spc, db, fn), f"{self._db_dir(spc)}/{fn}", cols)
+        self._heaps[name] = heap
+        return heap
+
+    def _locate(self, row: Mapping[str, Any]) -> Tuple[int, int]:
+        """(tablespace, file number) of a pg_class row (relmapper for mapped ones)."""
+        shared = bool(row.get("relisshared"))
+        spc = int(row.get("reltablespace") or 0)
+        if shared:
+            spc = GLOBALTABLESPACE_OID
+        elif not spc:
+            spc = self.default_tablespace
+        fn = int(row.get("relfilenode") or 0)
+        if not fn:
+            fn = (self.shared_map if shared else self.local_map).filenumber(int(row["oid"]))
+        return spc, fn
+
+    def _database_oid_by_name(self, name: str) -> int:
+        for row in self._latest_rows(self._shared_heap("pg_database")):
+            if row["datname"] == name:
+                return int(row["oid"])
+        raise self._error(f"database {name!r} is not in pg_database")
+
+    # -- heap reading -------------------------------------------------------------------
+
+    def _read_relation(self, path: str) -> bytes:
+        data = self.files.read(path)
+        if data is None:
+            raise self._error(f"relation file {path} is missing")
+        parts = [data]
+        seg = 1
+        while len(parts[-1]) == RELSEG_SIZE * BLCKSZ:
+            nxt = self.files.read(f"{path}.{seg}")
+            if nxt is None:
+                break
+            parts.append(nxt)
+            seg += 1
+        return b"".join(parts)
+
+    def _load(self, heap: _Heap) -> List[TupleVersion]:
+        if heap.versions is not None:
+            return heap.versions
+        data = self._read_relation(heap.path)
+        if len(data) % BLCKSZ:
+            raise self._error(f"{heap.path} is {len(data)} bytes, not a multiple of {BLCKSZ}")
+        out: List[TupleVersion] = []
+        spc, db, rel = heap.locator
+        for blkno in range(len(data) // BLCKSZ):
+            try:
+                page = HeapPage(data[blkno * BLCKSZ:(blkno + 1) * BLCKSZ], file=heap.path)
+                if page.is_new():
+                    continue
+                for offnum, _off, flags, length in page.line_pointers():
+                    if flags != LP_NORMAL or not length:
+                        continue
+                    hdr = HeapTupleHeader(page.tuple(offnum), file=heap.path)
+                    out.append(TupleVersion(heap.name, blkno, offnum, hdr,
+                                            (spc, db, rel, blkno, offnum)))
+            except PglogicalError as err:
+                raise self._error(f"{heap.path} block {blkno}: {err}") from None
+        heap.versions = out
+        return out
+
+    def versions(self, catalog: str) -> List[TupleVersion]:
+        """Every tuple version of ``catalog`` (e.g. ``"pg_attribute"``), in physical order."""
+        heap = self._heaps.get(catalog)
+        if heap is None:
+            raise self._error(f"catalog {catalog!r} is not read (known: {sorted(self._heaps)})")
+        return self._load(heap)
+
+    def row(self, tv: TupleVersion) -> Dict[str, Any]:
+        """The version's row as a ``row_to_json``-like dict (deformed once, cached)."""
+        if tv._row is None:
+            tv._row = self._deform(self._heaps[tv.catalog], tv)
+        return tv._row
+
+    def _deform(self, heap: _Heap, tv: TupleVersion) -> Dict[str, Any]:
+        h = tv.header
+        try:
+            values = deform_tuple_generic(heap.tupdesc, h.t_infomask2, h.t_infomask, h.t_hoff,
+                                          h.raw, 23)
+        except PglogicalError as err:
+            raise self._error(f"{heap.path} ({tv.block},{tv.offset}): {err}") from None
+        row: Dict[str, Any] = {}
+        for (name, typid, _len, _byval, _align), v in zip(heap.columns, values):
+            if v is None or isinstance(v, str):
+                row[name] = v
+                continue
+            row[name] = self._convert(heap, typid, v, name, row)
+        if heap.name == "pg_class":
+            spc, fn = self._locate(row)
+            row["filenode"] = fn or None
+        return row
+
+    # -- value conversion (datum -> row_to_json-like value) -----------------------------
+
+    def _convert(self, heap: _Heap, typid: int, v: bytes, col: str, row: Dict[str, Any]) -> Any:
+        fmt = _INTS.get(typid)
+        if fmt is not None:
+            n = struct.unpack(fmt, v)[0]
+            if typid == _REGPROC:
+                row[col + "_oid"] = n  # the name is filled in by _resolve_regprocs
+            return n
+        if typid == _BOOL:
+            return v[0] != 0
+        if typid == _CHAR:
+            return chr(v[0]) if v[0] else ""
+        if typid == _NAME:
+            return v.split(b"\0", 1)[0].decode("utf-8", "replace")
+        f = _FLOATS.get(typid)
+        if f is not None:
+            return struct.unpack(f, v)[0]
+        # varlena
+        payload = self._detoast(heap, v)
+        if typid in (_TEXT, _NODETREE):
+            return payload.decode("utf-8", "replace")
+        if typid in (_INT2VECTOR, _OIDVECTOR):
+            return " ".join(str(x) for x in self._array_values(payload))
+        if typid == _ANYARRAY:
+            row[col + "_raw"] = payload
+            return None
+        t = self.types.get(typid)
+        if t is not None and t[4] and t[1] == -1:
+            return self._array_values(payload)
+        return payload.hex()
+
+    def _array_values(self, payload: bytes) -> List[Any]:
+        """A one-dimensional array of a catalog column's element type, as a list."""
+        from ..types.arrays import element_reader
+        from ..types.output import TypeInfo as OutTypeInfo
+
+        if len(payload) < 12:
+            raise self._error("array datum too short")
+        ndim, dataoffset, elemtype = struct.unpack_from("<iiI", payload, 0)
+        if ndim == 0:
+            return []
+        dims = struct.unpack_from(f"<{ndim}i", payload, 12)
+        nitems = 1
+        for d in dims:
+            nitems *= d
+        bitmap_pos = 12 + 8 * ndim
+        bitmap: Optional[bytes] = None
+        if dataoffset:
+            pos = dataoffset - 4
+            bitmap = payload[bitmap_pos:bitmap_pos + (nitems + 7) // 8]
+        else:
+            pos = ((bitmap_pos + 4 + 7) & ~7) - 4
+        t = self.types.get(elemtype)
+        if t is None:
+            raise self._error(f"array of unknown element type {elemtype} in a catalog")
+        read = element_reader(OutTypeInfo(elemtype, t[0], "b", t[1], t[2], t[3]))
+        out: List[Any] = []
+        for i in range(nitems):
+            if bitmap is not None and not (bitmap[i >> 3] >> (i & 7)) & 1:
+                out.append(None)
+                continue
+            raw, pos = read(payload, pos)
+            if elemtype == _TEXT:
+                out.append(raw.decode("utf-8", "replace"))
+            elif elemtype in _INTS:
+                out.append(struct.unpack(_INTS[elemtype], raw)[0])
+            elif elemtype == _CHAR:
+                out.append(chr(raw[0]) if raw[:1] != b"\0" else "")
+            elif elemtype == _NAME:
+                out.append(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
+            else:
+                out.append(raw.hex())
+        return out
+
+    def _detoast(self, heap: _Heap, v: bytes) -> bytes:
+        """detoast_attr: inline (maybe compressed) or from the catalog's TOAST table."""
+        if not is_external_ondisk(v):
+            return detoast_inline(v)
+        ptr = parse_toast_pointer(v)
+        chunks = self._chunks_of(heap, ptr)
+        return reassemble_toast(ptr, chunks)
+
+    def _chunks_of(self, heap: _Heap, ptr: ToastPointer) -> List[bytes]:
+        toast = heap.toast
+        if toast is None or toast.oid != ptr.toastrelid:
+            toast = next((h for h in self._heaps.values() if h.oid == ptr.toastrelid), None)
+        if toast is None:
+            raise self._error(f"TOAST table {ptr.toastrelid} of {heap.name} is not read")
+        by_value = self._toast_chunks.get(toast.name)
+        if by_value is None:
+            by_value = {}
+            for tv in self._load(toast):
+                h = tv.header
+                if (h.t_infomask & HEAP_XMIN_FROZEN) == 0x0200:  # XMIN_INVALID: aborted
+                    continue
+                vals = deform_tuple_generic(toast.tupdesc, h.t_infomask2, h.t_infomask,
+                                            h.t_hoff, h.raw, 23)
+                v_id, v_seq, v_data = vals[0], vals[1], vals[2]
+                if not (isinstance(v_id, bytes) and isinstance(v_seq, bytes)
+                        and isinstance(v_data, bytes)):
+                    continue
+                valueid = struct.unpack("<I", v_id)[0]
+                seq = struct.unpack("<i", v_seq)[0]
+                by_value.setdefault(valueid, {}).setdefault(seq, toast_chunk_payload(v_data))
+            self._toast_chunks[toast.name] = by_value
+        chunks = by_value.get(ptr.valueid)
+        if not chunks:
+            raise self._error(f"missing chunks of TOAST value {ptr.valueid} in "
+                              f"{toast.name} ({toast.path})")
+        return [chunks[i] for i in sorted(chunks)]
+
+    # -- regproc ------------------------------------------------------------------------
+
+    def proc_name(self, oid: int) -> str:
+        """regprocout: ``-`` for 0, the name (schema-qualified outside pg_catalog/public)."""
+        if self._proc_names is None:
+            self._proc_names = {}
+            nsp = {int(r["oid"]): str(r["nspname"]) for r in self._latest_rows(
+                self._heaps["pg_namespace"])}
+            for tv in self._load(self._heaps["pg_proc"]):
+                if not self._committed_latest(tv):
+                    continue
+                r = self.row(tv)
+                name = str(r["proname"])
+                ns = nsp.get(int(r["pronamespace"]), "")
+                if ns not in ("pg_catalog", "public"):
+                    name = f"{ns}.{name}"
+                self._proc_names[int(r["oid"])] = name
+        if oid == 0:
+            return "-"
+        return self._proc_names.get(oid, str(oid))
+
+    def _resolve_regprocs(self, row: Dict[str, Any]) -> None:
+        for k in [k for k in row if k.endswith("_oid")]:
+            base = k[:-4]
+            if base in row and isinstance(row[base], int):
+                row[base] = self.proc_name(row[k])
+
+    # -- visibility ------------------------------------------------------------------------
+
+    def _committed_latest(self, tv: TupleVersion) -> bool:
+        """Visible with every committed transaction visible (the 'now' of the copy)."""
+        h = tv.header
+        infomask = h.t_infomask
+        frozen = infomask & HEAP_XMIN_FROZEN
+        if frozen == 0x0200:
+            return False
+        if frozen != HEAP_XMIN_FROZEN and not (infomask & HEAP_XMIN_COMMITTED):
+            if not self.clog.did_commit(h.t_xmin):
+                return False
+        if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
+            return True
+        xmax = h.t_xmax
+        if infomask & HEAP_XMAX_IS_MULTI:
+            xmax = self.multixacts.update_xid(xmax)
+        elif infomask & HEAP_XMAX_COMMITTED:
+            return False
+        return not self.clog.did_commit(xmax)
+
+    def _latest_rows(self, heap: _Heap) -> Iterable[Dict[str, Any]]:
+        for tv in self._load(heap):
+            if self._committed_latest(tv):
+                yield self._deform_cached(heap, tv)
+
+    def _deform_cached(self, heap: _Heap, tv: TupleVersion) -> Dict[str, Any]:
+        if tv._row is None:
+            tv._row = self._deform(heap, tv)
+        return tv._row
+
+    def visible(self, tv: TupleVersion, snapshot: Optional[HistoricSnapshot]) -> bool:
+        """HeapTupleSatisfiesHistoricMVCC for one version (None: the latest view)."""
+        if snapshot is None:
+            return self._committed_latest(tv)
+        return satisfies_historic_mvcc(tv.header, snapshot, self.clog, tv.key, self.multixacts)
+
+    # -- catalog snapshots ---------------------------------------------------------------
+
+    def rows_at(self, catalog: str, snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
+        """The rows of ``catalog`` visible to ``snapshot`` (None: latest committed)."""
+        heap = self._heaps[catalog]
+        return [self._deform_cached(heap, tv) for tv in self._load(heap)
+                if self.visible(tv, snapshot)]
+
+    def catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
+        """A CatalogSnapshot of the catalog as ``snapshot`` sees it (cached per key)."""
+        if snapshot is not None and snapshot.subxip and snapshot.tuplecids is not None:
+            self._apply_mappings(snapshot)
+        key: Tuple[object, ...] = ("latest",) if snapshot is None else snapshot.cache_key()
+        cat = self._cache.get(key)
+        if cat is not None:
+            return cat
+        self.proc_name(0)  # regproc names need pg_proc first
+        data: Dict[str, Any] = {
+            "lsn": self.lsn,
+            "server_version_num": self.server_version_num,
+            "database": {"oid": self.database_oid, "datname": self.datname,
+                         "encoding": self.encoding},
+        }
+        for name in self.layouts:
+            if name == "pg_proc":
+                continue
+            rows = self.rows_at(name, snapshot)
+            if name in ("pg_type", "pg_range", "pg_am"):
+                for r in rows:
+                    self._resolve_regprocs(r)
+            data[name] = rows
+        cat = CatalogSnapshot(data, source=self.source)
+        self._fill_missing_values(cat, data["pg_attribute"])
+        self._cache[key] = cat
+        return cat
+
+    def _apply_mappings(self, snapshot: HistoricSnapshot) -> None:
+        """ResolveCminCmaxDuringDecoding's UpdateLogicalMappings, for every catalog read.
+
+        PostgreSQL applies a relation's mapping files when a look-up of its tuple
+        misses; applying them up front gives the same entries (an existing entry is
+        never replaced).
+        """
+        if self._mappings is None:
+            self._mappings = read_rewrite_mappings(self.files)
+        if not self._mappings:
+            return
+        tc = snapshot.tuplecids
+        assert tc is not None
+        for heap in list(self._heaps.values()):
+            if heap.name.endswith(".toast"):
+                continue
+            dboid = 0 if heap.locator[0] == GLOBALTABLESPACE_OID else self.database_oid
+            apply_rewrite_mappings(self._mappings, tc, snapshot, dboid, heap.oid, self.clog)
+
+    def latest(self) -> CatalogSnapshot:
+        """The catalog with every committed transaction visible (as a JSON export shows)."""
+        return self.catalog_at(None)
+
+    def _fill_missing_values(self, cat: CatalogSnapshot, rows: List[Dict[str, Any]]) -> None:
+        """attmissingval (anyarray) -> attmissingval_text via array_out of its type."""
+        for r in rows:
+            raw = r.get("attmissingval_raw")
+            if raw is None or "attmissingval_text" in r:
+                continue
+            try:
+                r["attmissingval_text"] = missing_value_text(cat, int(r["atttypid"]), raw)
+            except PglogicalError as err:
+                # reported when the relation is built (CatalogSnapshot._attribute), not
+                # for the whole catalog
+                r["attmissingval_error"] = f"{type(err).__name__}: {err}"
+
+    def __repr__(self) -> str:
+        return (f"PhysicalCatalog({self.source}, PG {self.major}, db {self.database_oid} "
+                f"{self.datname!r})")
+
+
+def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
+    """array_out of an attmissingval datum (payload without varlena header)."""
+    from ..types.output import OutputSettings, make_type_info, output_function
+
+    class _Hook:
+        def type_info(self, oid: int) -> Any:
+            if not cat.has_type(oid):
+                return None
+            t = cat.type_info(oid)
+            row = {"oid": t.oid, "typname": t.typname, "typtype": t.typtype,
+                   "typlen": t.typlen, "typbyval": t.typbyval, "typalign": t.typalign,
+                   "typelem": t.typelem, "typdelim": t.typdelim,
+                   "typbasetype": t.typbasetype, "typrelid": t.typrelid,
+                   "typoutput": t.typoutput}
+            enums = [{"oid": k, "enumlabel": v} for k, v in t.enum_labels.items()]
+            rng = {"rngsubtype": t.range_subtype} if t.range_subtype else None
+            atts: List[Dict[str, Any]] = []
+            if t.typrelid:
+                rel = cat.relation_by_oid(t.typrelid)
+                atts = [{"attnum": a.attnum, "attname": a.attname, "atttypid": a.atttypid,
+                         "attisdropped": a.attisdropped, "attlen": a.attlen,
+                         "attalign": a.attalign} for a in rel.tupdesc]
+            return make_type_info(row, pg_enum=enums, pg_range=rng, pg_attribute=atts)
+
+    t = cat.type_info(typid)
+    arr = t.typarray
+    if not arr:
+        raise CatalogError(f"type {typid} has no array type for its attmissingval")
+    fn = output_function(arr, OutputSettings(major=cat.major), _Hook())
+    return fn(payload)
+
+
+# -- logical rewrite mappings (pg_logical/mappings) ------------------------------------------
+
+_MAPPING = struct.Struct("<IIIIIIHHHHHH")
+
+
+class RewriteMapping:
+    """One ``pg_logical/mappings/map-*`` file (rewriteheap.c LogicalRewriteMappingData)."""
+
+    __slots__ = ("name", "dboid", "relid", "lsn", "mapped_xid", "create_xid", "entries")
+
+    def __init__(self, name: str, dboid: int, relid: int, lsn: int, mapped_xid: int,
+                 create_xid: int, entries: List[Tuple[Tuple[int, int, int, int, int],
+                                                      Tuple[int, int, int, int, int]]]) -> None:
+        self.name = name
+        self.dboid = dboid
+        self.relid = relid
+        self.lsn = lsn
+        self.mapped_xid = mapped_xid
+        self.create_xid = create_xid
+        #: (old (spc, db, rel, block, offset), new (spc, db, rel, block, offset))
+        self.entries = entries
+
+
+def parse_rewrite_mapping_file(name: str, data: bytes) -> RewriteMapping:
+    """Parse ``map-%x-%x-%X_%X-%x-%x`` (LOGICAL_REWRITE_FORMAT) and its records.
+
+    Each record is LogicalRewriteMappingData: old_locator, new_locator
+    (RelFileLocator: spc, db, rel), old_tid, new_tid (ItemPointerData: bi_hi, bi_lo,
+    posid) -- 36 bytes.
+    """
+    parts = name.split("-")
+    if len(parts) != 6 or parts[0] != "map" or "_" not in parts[3]:
+        raise CatalogError(f"could not parse filename {name!r}")
+    try:
+        dboid, relid = int(parts[1], 16), int(parts[2], 16)
+        hi, lo = parts[3].split("_")
+        lsn = (int(hi, 16) << 32) | int(lo, 16)
+        mapped_xid, create_xid = int(parts[4], 16), int(parts[5], 16)
+    except ValueError:
+        raise CatalogError(f"could not parse filename {name!r}") from None
+    if len(data) % _MAPPING.size:
+        raise CatalogError(f"could not read file {name}: size {len(data)} is not a multiple "
+                           f"of {_MAPPING.size}", file=name)
+    entries = []
+    for (os_, od, orl, ns, nd, nrl, ohi, olo, opos, nhi, nlo, npos) in _MAPPING.iter_unpack(data):
+        entries.append(((os_, od, orl, (ohi << 16) | olo, opos),
+                        (ns, nd, nrl, (nhi << 16) | nlo, npos)))
+    return RewriteMapping(name, dboid, relid, lsn, mapped_xid, create_xid, entries)
+
+
+def read_rewrite_mappings(files: FileAccess) -> List[RewriteMapping]:
+    """Every ``pg_logical/mappings/map-*`` file, parsed (others are ignored)."""
+    out = []
+    for name in files.list("pg_logical/mappings"):
+        if not name.startswith("map-"):
+            continue
+        data = files.read(f"pg_logical/mappings/{name}")
+        if data is not None:
+            out.append(parse_rewrite_mapping_file(name, data))
+    return out
+
+
+def apply_rewrite_mappings(files: Union[FileAccess, List[RewriteMapping]], tuplecids: TupleCids,
+                           snapshot: HistoricSnapshot, dboid: int, relid: int,
+                           clog: Optional[Clog] = None) -> int:
+    """UpdateLogicalMappings + ApplyLogicalMappingFile for one relation.
+
+    Mapping files of (``dboid`` -- 0 for a shared catalog --, ``relid``) whose creating
+    transaction committed (when ``clog`` is given) and whose mapped xid is one of the
+    snapshot's own xids (``subxip``) are applied in LSN order: the cmin/cmax entry of
+    each old (locator, tid) is copied to the new one unless that one already has an
+    entry.  ``files`` is a FileAccess or the already parsed files.  Returns the number
+    of entries added.
+    """
+    maps = files if isinstance(files, list) else read_rewrite_mappings(files)
+    chosen = [m for m in maps
+              if m.dboid == dboid and m.relid == relid
+              and m.mapped_xid in snapshot._subxip_set
+              and (clog is None or clog.did_commit(m.create_xid))]
+    added = 0
+    for m in sorted(chosen, key=lambda m: m.lsn):
+        for old, new in m.entries:
+            ent = tuplecids.get(old)
+            if ent is None or tuplecids.get(new) is not None:
+                continue
+            tuplecids.entries[new] = ent
+            tuplecids.version += 1
+            added += 1
+    return added

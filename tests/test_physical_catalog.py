@@ -1,0 +1,269 @@
+"""Units of the physical catalog: relation maps, commit log, multixacts, visibility rules,
+logical rewrite mapping files; and the captured fixtures' physical catalogs against their
+JSON exports (no server; the live comparisons are in test_physical_catalog_live.py)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Dict, Optional
+
+import pytest
+
+from pglogical_py.catalog._catalog_layouts import CATALOG_LAYOUTS, GENERATED_FROM
+from pglogical_py.catalog._files import DictFiles
+from pglogical_py.catalog.clog import (
+    TRANSACTION_STATUS_ABORTED,
+    TRANSACTION_STATUS_COMMITTED,
+    TRANSACTION_STATUS_SUB_COMMITTED,
+    Clog,
+    MultiXacts,
+    transaction_id_precedes,
+)
+from pglogical_py.catalog.physical import (
+    PhysicalCatalog,
+    apply_rewrite_mappings,
+    parse_rewrite_mapping_file,
+)
+from pglogical_py.catalog.relmapper import RelMap
+from pglogical_py.catalog.snapshot import CatalogSnapshot
+from pglogical_py.catalog.visibility import (
+    HistoricSnapshot,
+    InvalidCommandId,
+    TupleCids,
+    satisfies_historic_mvcc,
+)
+from pglogical_py.errors import CatalogError
+from pglogical_py.testing.catalogs import assert_same_catalog
+from pglogical_py.wal.bufpage import (
+    HEAP_XMAX_COMMITTED,
+    HEAP_XMAX_EXCL_LOCK,
+    HEAP_XMAX_INVALID,
+    HEAP_XMAX_IS_MULTI,
+    HEAP_XMAX_LOCK_ONLY,
+    HEAP_XMIN_COMMITTED,
+    HEAP_XMIN_INVALID,
+)
+
+# -- relmapper ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("major,size", [(15, 512), (16, 524), (18, 524)])
+def test_relmap_round_trip(major: int, size: int) -> None:
+    m = RelMap({1259: 1259, 1249: 16400, 1247: 1247})
+    raw = m.to_bytes(major)
+    assert len(raw) == size
+    back = RelMap.from_bytes(raw)
+    assert back.mappings == m.mappings
+    assert back.filenumber(1249) == 16400 and back.filenumber(1) == 0
+    assert back.oid_of(16400) == 1249 and back.oid_of(5) == 0
+
+
+def test_relmap_rejects_bad_crc_magic_size() -> None:
+    raw = bytearray(RelMap({1259: 1259}).to_bytes(16))
+    raw[12] ^= 1
+    with pytest.raises(CatalogError, match="checksum"):
+        RelMap.from_bytes(bytes(raw))
+    with pytest.raises(CatalogError, match="invalid size"):
+        RelMap.from_bytes(bytes(100))
+    with pytest.raises(CatalogError, match="invalid data"):
+        RelMap.from_bytes(bytes(524))
+
+
+# -- clog / multixact ------------------------------------------------------------------------
+
+
+def _clog_files(statuses: Dict[int, int]) -> Dict[str, bytes]:
+    segs: Dict[int, bytearray] = {}
+    for xid, st in statuses.items():
+        seg, rem = divmod(xid, 32 * 32768)
+        buf = segs.setdefault(seg, bytearray(8192 * 2))
+        byte, pos = divmod(rem, 4)
+        if byte >= len(buf):
+            buf.extend(bytes(byte + 1 - len(buf)))
+        buf[byte] |= st << (2 * pos)
+    return {f"pg_xact/{seg:04X}": bytes(b) for seg, b in segs.items()}
+
+
+def test_clog_statuses_and_segments() -> None:
+    xid_far = 32 * 32768 + 5  # segment 0001
+    files = _clog_files({3: 1, 4: 2, 5: 3, 700: 1, xid_far: 2})
+    clog = Clog(DictFiles(files).read)
+    assert clog.status(3) == TRANSACTION_STATUS_COMMITTED
+    assert clog.status(4) == TRANSACTION_STATUS_ABORTED
+    assert clog.status(5) == TRANSACTION_STATUS_SUB_COMMITTED
+    assert clog.status_name(6) == "in progress"
+    assert clog.did_commit(700) and not clog.did_commit(5)
+    assert clog.status_name(xid_far) == "aborted"
+    # permanent xids (TransactionLogFetch)
+    assert clog.did_commit(1) and clog.did_commit(2) and not clog.did_commit(0)
+    # beyond the end of the file: not yet written out -> in progress
+    assert clog.status_name(8192 * 4 * 3) == "in progress"
+    with pytest.raises(CatalogError, match="0002"):
+        clog.status(2 * 32 * 32768)
+    # 17's long segment names are accepted too
+    long_files = {"pg_xact/%015X" % 0: files["pg_xact/0000"]}
+    assert Clog(DictFiles(long_files).read).did_commit(700)
+
+
+def test_xid_comparison_wraps() -> None:
+    assert transaction_id_precedes(3, 4)
+    assert transaction_id_precedes(0xFFFFFFF0, 5)  # wrapped around
+    assert not transaction_id_precedes(5, 0xFFFFFFF0)
+    assert transaction_id_precedes(2, 100) and transaction_id_precedes(0, 3)
+
+
+def test_multixact_update_xid() -> None:
+    offsets = bytearray(8192)
+    struct.pack_into("<II", offsets, 4, 1, 3)  # multi 1 -> offset 1, multi 2 -> offset 3
+    members = bytearray(8192)
+    # group 0 holds member offsets 0..3: flags bytes then xids
+    members[1] = 0  # ForKeyShare
+    members[2] = 5  # Update
+    struct.pack_into("<II", members, 4 + 4, 100, 101)
+    files = {"pg_multixact/offsets/0000": bytes(offsets),
+             "pg_multixact/members/0000": bytes(members)}
+    mx = MultiXacts(DictFiles(files).read, next_multi=2, next_offset=3)
+    assert mx.members(1) == [(100, 0), (101, 5)]
+    assert mx.update_xid(1) == 101
+
+
+# -- visibility ------------------------------------------------------------------------------
+
+
+class Tup:
+    def __init__(self, xmin: int, xmax: int = 0, infomask: int = HEAP_XMAX_INVALID,
+                 cid: int = 0) -> None:
+        self.t_xmin = xmin
+        self.t_xmax = xmax
+        self.t_field3 = cid
+        self.t_infomask = infomask
+
+
+class FakeClog:
+    def __init__(self, committed: set) -> None:  # type: ignore[type-arg]
+        self.committed = committed
+
+    def did_commit(self, xid: int) -> bool:
+        return xid in self.committed or xid in (1, 2)
+
+
+class FakeMulti:
+    def update_xid(self, multi: int) -> int:
+        return {7: 150, 8: 0}.get(multi, 0)
+
+
+KEY = (1663, 5, 1249, 0, 1)
+
+
+def vis(t: Tup, snap: HistoricSnapshot, committed: Optional[set] = None) -> bool:  # type: ignore[type-arg]
+    return satisfies_historic_mvcc(t, snap, FakeClog(committed or {90}), KEY, FakeMulti())
+
+
+def test_xmin_rules() -> None:
+    s = HistoricSnapshot(100, 200, xip=[150, 160])
+    assert vis(Tup(90), s)  # committed before xmin (clog)
+    assert not vis(Tup(91), s)  # aborted / never committed before xmin
+    assert vis(Tup(91, infomask=HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID), s)  # hint bit
+    assert not vis(Tup(90, infomask=HEAP_XMIN_INVALID | HEAP_XMAX_INVALID), s)  # aborted hint
+    frozen = HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID | HEAP_XMAX_INVALID
+    assert vis(Tup(12345, infomask=frozen), s)  # frozen: FrozenTransactionId
+    assert vis(Tup(150), s)  # committed catalog-modifying xid in [xmin, xmax)
+    assert not vis(Tup(155), s)  # in range, not committed
+    assert not vis(Tup(200), s) and not vis(Tup(250), s)  # at/after xmax
+
+
+def test_xmax_rules() -> None:
+    s = HistoricSnapshot(100, 200, xip=[150])
+    assert not vis(Tup(90, 90, 0), s)  # deleted before xmin, committed
+    assert vis(Tup(90, 91, 0), s)  # deleter did not commit
+    assert not vis(Tup(90, 91, HEAP_XMAX_COMMITTED), s)  # hint says committed
+    assert not vis(Tup(90, 150, 0), s)  # deleted by a committed xid in range
+    assert vis(Tup(90, 155, 0), s)  # in range, not committed
+    assert vis(Tup(90, 300, 0), s)  # deleted after xmax
+    assert vis(Tup(90, 150, HEAP_XMAX_LOCK_ONLY), s)  # only locked
+    assert vis(Tup(90, 150, HEAP_XMAX_EXCL_LOCK), s)  # FOR UPDATE lock
+    assert not vis(Tup(90, 7, HEAP_XMAX_IS_MULTI), s)  # multi whose updater is 150
+    assert vis(Tup(90, 8, HEAP_XMAX_IS_MULTI), s)  # multi without updater
+
+
+def test_own_transaction_uses_new_cid() -> None:
+    cids = TupleCids()
+    s = HistoricSnapshot(100, 200, subxip=[170, 171], curcid=3, tuplecids=cids)
+    assert not vis(Tup(170), s)  # no NEW_CID decoded yet: in the future
+    cids.add(*KEY, cmin=2, cmax=InvalidCommandId)
+    assert vis(Tup(171), s)  # inserted by command 2 < 3
+    s2 = HistoricSnapshot(100, 200, subxip=[170], curcid=2, tuplecids=cids)
+    assert not vis(Tup(170), s2)  # inserted by the current command
+    # deleted by our own command 2: invisible at curcid 3, visible at 2
+    cids.add(*KEY, cmin=2, cmax=2)
+    assert cids.get(KEY) == (2, 2, InvalidCommandId)
+    assert not vis(Tup(90, 170, 0), s)
+    assert vis(Tup(90, 170, 0), s2)
+    # NEW_CID merge: cmin stays, cmax moves
+    cids.add(*KEY, cmin=9, cmax=5)
+    assert cids.get(KEY) == (2, 5, InvalidCommandId)
+    k1 = s.cache_key()
+    cids.add(1663, 5, 1249, 0, 2, cmin=0, cmax=InvalidCommandId)
+    assert s.cache_key() != k1
+
+
+# -- logical rewrite mappings ------------------------------------------------------------------
+
+
+def test_rewrite_mapping_file() -> None:
+    rec = struct.pack("<IIIIIIHHHHHH", 1663, 5, 1259, 1663, 5, 16500, 0, 3, 7, 0, 1, 2)
+    name = "map-5-4eb-0_1A2B3C-2c5-2c6"
+    m = parse_rewrite_mapping_file(name, rec)
+    assert (m.dboid, m.relid, m.lsn, m.mapped_xid, m.create_xid) == (5, 0x4EB, 0x1A2B3C,
+                                                                      0x2C5, 0x2C6)
+    assert m.entries == [((1663, 5, 1259, 3, 7), (1663, 5, 16500, 1, 2))]
+    cids = TupleCids()
+    cids.add(1663, 5, 1259, 3, 7, cmin=1, cmax=4)
+    files = DictFiles({f"pg_logical/mappings/{name}": rec})
+    snap = HistoricSnapshot(700, 800, subxip=[0x2C5], tuplecids=cids)
+    assert apply_rewrite_mappings(files, cids, snap, 5, 0x4EB) == 1
+    assert cids.get((1663, 5, 16500, 1, 2)) == (1, 4, InvalidCommandId)
+    other = HistoricSnapshot(700, 800, subxip=[0x999], tuplecids=cids)
+    assert apply_rewrite_mappings(files, cids, other, 5, 0x4EB) == 0
+    with pytest.raises(CatalogError):
+        parse_rewrite_mapping_file("map-bad", b"")
+
+
+def test_layouts_generated_for_every_major() -> None:
+    assert sorted(CATALOG_LAYOUTS) == sorted(GENERATED_FROM) == [15, 16, 17, 18]
+    for _major, cats in CATALOG_LAYOUTS.items():
+        oid, shared, mapped, cols = cats["pg_class"]
+        assert (oid, shared, mapped) == (1259, False, True)
+        assert cols[0][0] == "oid" and cols[1][0] == "relname"
+        assert cats["pg_database"][1] is True
+
+
+def test_dict_files_listing() -> None:
+    f = DictFiles({"pg_xact/0000": b"", "pg_xact/0001": b"", "base/5/1259": b""})
+    assert f.list("pg_xact") == ["0000", "0001"]
+    assert f.list("base") == ["5"]
+    assert f.list("nope") == [] and f.read("nope") is None
+
+
+# -- captured fixtures with their physical catalog ---------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PHYSICAL_FIXTURES = sorted(p.parent for p in FIXTURES.glob("pg*/*/physical"))
+
+
+@pytest.mark.skipif(not PHYSICAL_FIXTURES, reason="no fixture has a physical catalog")
+@pytest.mark.parametrize("fixture", PHYSICAL_FIXTURES,
+                         ids=[f"{p.parent.name}/{p.name}" for p in PHYSICAL_FIXTURES])
+def test_fixture_physical_catalog_equals_json_export(fixture: Path) -> None:
+    """The physical catalog of a capture, read back, is the JSON export of the same moment."""
+    ref = CatalogSnapshot.load(str(fixture / "catalog.json.gz"))
+    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    assert (pc.major, pc.database_oid) == (ref.major, ref.database_oid)
+    assert_same_catalog(pc.latest(), ref)
+    # the slot's catalog_xmin as a historic snapshot: the fixtures' DDL all precedes it
+    slot = json.loads((fixture / "slot.json").read_text())
+    x = int(slot["catalog_xmin"])
+    assert assert_same_catalog(pc.catalog_at(HistoricSnapshot(x, x)), ref, user_only=True)
+    assert pc.clog.status_name(x - 1) in ("committed", "aborted")
