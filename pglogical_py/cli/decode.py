@@ -1,0 +1,250 @@
+"""``pglogical-py decode``: what ``pg_logical_slot_peek_changes`` would return.
+
+Mirrors: replication/logical/logicalfuncs.c (``pg_logical_slot_get_changes_guts``)
+driving a decoding context over captured WAL, and ``pg_recvlogical``'s role as a
+front end.
+
+NOTES
+    Reading starts at ``--restart-lsn`` (the slot's restart_lsn); ``--start-lsn`` is
+    the slot's confirmed_flush_lsn: commits before it are not output.
+    ``--slot-state`` reads both (and two_phase, two_phase_at, the database) from a
+    copied ``pg_replslot/<slot>/state``; explicit flags win.  ``--end-lsn`` is
+    PostgreSQL's ``upto_lsn``: records are decoded until one whose end reaches it,
+    that one included; default: the end of valid WAL.
+
+    ``--format tsv`` writes one row per line as ``LSN<TAB>XID<TAB>DATA``, DATA the
+    plugin's bytes with backslash, tab, newline and carriage return escaped as
+    ``\\\\``, ``\\t``, ``\\n``, ``\\r`` and every other byte raw (NUL included).
+    ``--format jsonl`` is for people and tools.
+
+    The default time zone is UTC, not the server's boot default (GMT): it only shows
+    in include-timestamp output and timestamptz values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+
+from ..errors import UsageError
+from ..lsn import format_lsn, parse_lsn
+
+_ESCAPES = {0x5C: b"\\\\", 0x09: b"\\t", 0x0A: b"\\n", 0x0D: b"\\r"}
+_TSV_TABLE = {i: bytes([i]) for i in range(256)}
+_TSV_TABLE.update(_ESCAPES)
+
+
+def escape_tsv(data: bytes) -> bytes:
+    """Escape ``\\``, TAB, LF, CR as the fixtures' tsv does; other bytes raw."""
+    if b"\\" in data or b"\t" in data or b"\n" in data or b"\r" in data:
+        return (data.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n")
+                .replace(b"\r", b"\\r"))
+    return data
+
+
+def parse_size(text: str) -> int:
+    """``64MB`` / ``512kB`` / ``1GB`` / plain bytes, as PostgreSQL memory GUCs read."""
+    t = text.strip()
+    units = {"kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3, "tb": 1024 ** 4, "b": 1}
+    low = t.lower()
+    for u in ("kb", "mb", "gb", "tb", "b"):
+        if low.endswith(u):
+            num = low[: -len(u)].strip()
+            try:
+                return int(num) * units[u]
+            except ValueError:
+                break
+    try:
+        return int(t) * 1024  # a bare number is kB, as logical_decoding_work_mem
+    except ValueError:
+        raise UsageError(f"invalid size {text!r} (e.g. 64MB)") from None
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "decode",
+        help="decode WAL with an output plugin (like pg_logical_slot_peek_changes)",
+        description="Decode captured WAL the way pg_logical_slot_peek_changes would, with "
+        "test_decoding by default.",
+    )
+    p.add_argument("wal", nargs="+", help="WAL segment files or directories")
+    p.add_argument("--catalog", required=True, help="catalog snapshot (.json / .json.gz)")
+    p.add_argument("--restart-lsn", help="where reading starts (the slot's restart_lsn)")
+    p.add_argument("--start-lsn",
+                   help="the slot's confirmed_flush_lsn: commits before it are not output")
+    p.add_argument("--slot-state", help="copied pg_replslot/<slot>/state file")
+    p.add_argument("--end-lsn", help="upto_lsn: stop after the record whose end reaches it "
+                   "(default: end of valid WAL)")
+    p.add_argument("--snapshot-dir", help="copy of the server's pg_logical/snapshots")
+    p.add_argument("--plugin", default="test_decoding", help="output plugin (test_decoding)")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="plugin option (NAME alone means NAME with no value)")
+    p.add_argument("--two-phase", action="store_true", default=None,
+                   help="the slot was created with two_phase")
+    p.add_argument("--two-phase-at", help="the slot's two_phase_at (default: --start-lsn)")
+    p.add_argument("--work-mem", default="64MB", help="logical_decoding_work_mem (64MB)")
+    p.add_argument("--timezone", default="UTC",
+                   help="TimeZone for timestamps (default UTC, not the server's GMT boot "
+                   "default)")
+    p.add_argument("--database", type=int, help="the slot's database oid (default: the "
+                   "catalog's)")
+    p.add_argument("--format", choices=("tsv", "jsonl"), default="tsv")
+    p.add_argument("--progress", action="store_true", default=None,
+                   help="position, MB/s and transactions/s on stderr (default when stderr "
+                   "is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--output", "-O", help="write rows here instead of stdout")
+    p.set_defaults(run=run)
+
+
+def _plugin(name: str, timezone: str) -> Any:
+    if name == "test_decoding":
+        from ..plugins.test_decoding import TestDecoding
+
+        return TestDecoding(timezone=timezone)
+    # a dotted path: module:Class
+    if ":" in name:
+        import importlib
+
+        mod, _, cls = name.partition(":")
+        return getattr(importlib.import_module(mod), cls)()
+    raise UsageError(f"unknown output plugin {name!r} (test_decoding, or module:Class)")
+
+
+def _options(opts: List[str]) -> List[Tuple[str, Optional[str]]]:
+    out: List[Tuple[str, Optional[str]]] = []
+    for o in opts:
+        name, sep, value = o.partition("=")
+        out.append((name, value if sep else None))
+    return out
+
+
+def _load_snapshots(directory: Optional[str]) -> Dict[int, bytes]:
+    from ..logical.slot import snapshot_lsn_from_name
+
+    snaps: Dict[int, bytes] = {}
+    if not directory:
+        return snaps
+    if not os.path.isdir(directory):
+        raise UsageError(f"--snapshot-dir {directory} is not a directory")
+    for fn in os.listdir(directory):
+        lsn = snapshot_lsn_from_name(fn)
+        if lsn is None:
+            continue
+        with open(os.path.join(directory, fn), "rb") as f:
+            snaps[lsn] = f.read()
+    return snaps
+
+
+class _Progress:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.bytes = 0
+        self.start_lsn = 0
+        self.commits = 0
+
+    def tick(self, lsn: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        el = max(now - self.t0, 1e-6)
+        mb = (lsn - self.start_lsn) / 1048576.0
+        sys.stderr.write(f"\r{format_lsn(lsn)}  {mb / el:.1f} MB/s  "
+                         f"{self.commits / el:.0f} xacts/s ")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..adapters.files import iter_segments
+    from ..catalog.snapshot import CatalogSnapshot
+    from ..logical.logical import LogicalDecodingContext
+    from ..wal.xlogreader import XLogReader
+
+    restart_lsn = parse_lsn(args.restart_lsn) if args.restart_lsn else None
+    start_lsn = parse_lsn(args.start_lsn) if args.start_lsn else None
+    two_phase = args.two_phase
+    two_phase_at = parse_lsn(args.two_phase_at) if args.two_phase_at else None
+    database = args.database
+    if args.slot_state:
+        from ..logical.slot import read_slot_state
+
+        with open(args.slot_state, "rb") as f:
+            st = read_slot_state(f.read(), args.slot_state)
+        if restart_lsn is None:
+            restart_lsn = st.restart_lsn
+        if start_lsn is None:
+            start_lsn = st.confirmed_flush
+        if two_phase is None:
+            two_phase = st.two_phase
+        if two_phase_at is None and st.two_phase:
+            two_phase_at = st.two_phase_at
+        if database is None:
+            database = st.database
+    if restart_lsn is None or start_lsn is None:
+        raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
+    end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
+    catalog = CatalogSnapshot.load(args.catalog)
+    if database is None:
+        database = catalog.database_oid
+    plugin = _plugin(args.plugin, args.timezone)
+    out: BinaryIO
+    if args.output:
+        out = open(args.output, "wb")
+    else:
+        out = sys.stdout.buffer
+    progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
+    progress.start_lsn = restart_lsn
+    write = out.write
+    if args.format == "tsv":
+        def sink(lsn: int, xid: int, data: bytes) -> None:
+            write(b"%X/%X\t%d\t" % (lsn >> 32, lsn & 0xFFFFFFFF, xid) + escape_tsv(data)
+                  + b"\n")
+    else:
+        def sink(lsn: int, xid: int, data: bytes) -> None:
+            write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
+                              "data": data.decode("utf-8", "backslashreplace")},
+                             ensure_ascii=False).encode("utf-8") + b"\n")
+    ctx = LogicalDecodingContext(
+        plugin, catalog, database=database, start_lsn=start_lsn, two_phase=bool(two_phase),
+        two_phase_at=two_phase_at, options=_options(args.option),
+        snapshots=_load_snapshots(args.snapshot_dir), sink=sink,
+        work_mem=parse_size(args.work_mem), major=catalog.major,
+    )
+    if ctx.twophase:
+        # what the server's commit log knew when it decoded: prepared transactions
+        # rolled back anywhere in the given WAL (concurrent aborts, see logical.py)
+        from ..logical.logical import scan_aborted_prepared
+
+        ctx.aborted_xids = scan_aborted_prepared(
+            XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
+    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
+    reader = XLogReader(segments, start_lsn=restart_lsn)
+    try:
+        if progress.enabled:
+            def records() -> Any:
+                for rec in reader:
+                    yield rec
+                    if rec.rmid == 1:  # RM_XACT_ID: commits, aborts, prepares
+                        progress.commits += 1
+                    progress.tick(rec.end_lsn)
+            ctx.decode(records(), upto_lsn=end_lsn)
+        else:
+            ctx.decode(reader, upto_lsn=end_lsn)
+        ctx.shutdown()
+    finally:
+        progress.done()
+        out.flush()
+        if args.output:
+            out.close()
+    return 0

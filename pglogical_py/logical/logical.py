@@ -1,0 +1,463 @@
+"""The logical decoding context and the output-plugin interface.
+
+Mirrors: replication/logical/logical.c (``LogicalDecodingContext``,
+``CreateDecodingContext``, the ``*_cb_wrapper`` functions, ``OutputPluginPrepareWrite``
+/ ``OutputPluginWrite``), replication/logical/logicalfuncs.c
+(``pg_logical_slot_get_changes_guts``, ``LogicalOutputWrite``) and
+replication/output_plugin.h (``OutputPluginCallbacks``), PostgreSQL 15-18.
+
+NOTES
+    A plugin never chooses the LSN or xid of the rows it writes: the wrappers set
+    ``ctx.write_location`` and ``ctx.write_xid`` before calling it, and every row
+    the plugin writes is stamped with them (``LogicalOutputWrite``):
+
+    ==================  ======================  ===================================
+    callback            write_location          write_xid
+    ==================  ======================  ===================================
+    begin               txn.first_lsn           txn.xid
+    change, truncate    change.lsn              txn.xid (the top-level txn)
+    commit              txn.end_lsn             txn.xid
+    message             message record end      txn.xid, or 0 outside a txn
+    begin_prepare       txn.first_lsn           txn.xid
+    prepare             txn.end_lsn             txn.xid
+    commit_prepared     txn.end_lsn             txn.xid
+    rollback_prepared   txn.end_lsn             txn.xid
+    ==================  ======================  ===================================
+
+    ``first_lsn`` is the first record read for the xid (any rmgr), ``end_lsn`` the
+    end of the commit / prepare / abort record.  So a test_decoding BEGIN row carries
+    the LSN of the transaction's first record, a COMMIT row the LSN just past its
+    commit record, and with skip-empty-xacts the BEGIN written lazily from inside the
+    first change callback carries that change's LSN.  Messages carry the *end* of
+    their record (decode.c queues them at ``buf->endptr``).
+
+    ``decode`` mirrors the loop of pg_logical_slot_get_changes_guts: read from the
+    slot's ``restart_lsn``; ``start_decoding_at`` is its ``confirmed_flush`` (commits
+    before it are not sent again); with ``upto_lsn`` the loop stops after the first
+    record whose end reaches it, that record included.
+
+    Concurrent aborts.  A transaction decoded at PREPARE may have been rolled back
+    by the time PostgreSQL decodes it; PostgreSQL then notices at the first catalog
+    scan (``HandleConcurrentAbort``) and stops sending its changes.  Which changes
+    needed a catalog scan depends on the caches of the decoding session: every
+    relcache / syscache entry starts cold at the beginning of a peek
+    (``InvalidateSystemCaches``) and stays warm after its first look-up.  The
+    context keeps that set of keys (``catalog_access``) and, given the rolled-back
+    xids (``scan_aborted_prepared`` over the WAL), raises where PostgreSQL would.
+
+INVARIANTS
+    * Rows come out in the order the plugin writes them.
+    * ``write_location`` / ``write_xid`` are set by the wrappers only.
+"""
+
+from __future__ import annotations
+
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+)
+
+from ..errors import UnknownRelationError, UsageError
+from .decode import LogicalDecoder
+from .reorderbuffer import ConcurrentAbort, ReorderBuffer, ReorderBufferChange, ReorderBufferTXN
+from .snapbuild import SnapBuild
+
+OUTPUT_PLUGIN_BINARY_OUTPUT = 0
+OUTPUT_PLUGIN_TEXTUAL_OUTPUT = 1
+
+
+class OutputPluginOptions:
+    """OutputPluginOptions (output_plugin.h): what ``startup`` tells the context."""
+
+    __slots__ = ("output_type", "receive_rewrites")
+
+    def __init__(self) -> None:
+        self.output_type = OUTPUT_PLUGIN_TEXTUAL_OUTPUT
+        self.receive_rewrites = False
+
+
+class OutputPlugin(Protocol):
+    """OutputPluginCallbacks (replication/output_plugin.h) as a Python protocol.
+
+    Every method takes the decoding context first; rows are written with
+    ``ctx.prepare_write(last)`` / ``ctx.out`` / ``ctx.write(last)``.  Optional
+    callbacks in PostgreSQL are optional here: the context checks ``hasattr``.
+    """
+
+    def startup(self, ctx: LogicalDecodingContext, opt: OutputPluginOptions,
+                is_init: bool) -> None:
+        """startup_cb: parse ``ctx.output_plugin_options``, fill ``opt``."""
+        ...
+
+    def begin(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN) -> None:
+        """begin_cb."""
+        ...
+
+    def change(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN, relation: Any,
+               change: ReorderBufferChange) -> None:
+        """change_cb: one INSERT / UPDATE / DELETE."""
+        ...
+
+    def truncate(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN,
+                 relations: Sequence[Any], change: ReorderBufferChange) -> None:
+        """truncate_cb."""
+        ...
+
+    def commit(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN,
+               commit_lsn: int) -> None:
+        """commit_cb."""
+        ...
+
+    def message(self, ctx: LogicalDecodingContext, txn: Optional[ReorderBufferTXN],
+                lsn: int, transactional: bool, prefix: bytes, message: bytes) -> None:
+        """message_cb."""
+        ...
+
+    def filter_by_origin(self, ctx: LogicalDecodingContext, origin_id: int) -> bool:
+        """filter_by_origin_cb: True = skip changes of this origin."""
+        ...
+
+    def filter_prepare(self, ctx: LogicalDecodingContext, xid: int, gid: str) -> bool:
+        """filter_prepare_cb: True = do not decode at PREPARE time."""
+        ...
+
+    def begin_prepare(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN) -> None:
+        """begin_prepare_cb."""
+        ...
+
+    def prepare(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN,
+                prepare_lsn: int) -> None:
+        """prepare_cb."""
+        ...
+
+    def commit_prepared(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN,
+                        commit_lsn: int) -> None:
+        """commit_prepared_cb."""
+        ...
+
+    def rollback_prepared(self, ctx: LogicalDecodingContext, txn: ReorderBufferTXN,
+                          prepare_end_lsn: int, prepare_time: int) -> None:
+        """rollback_prepared_cb."""
+        ...
+
+    def shutdown(self, ctx: LogicalDecodingContext) -> None:
+        """shutdown_cb."""
+        ...
+
+    # stream_start / stream_stop / stream_abort / stream_prepare / stream_commit /
+    # stream_change / stream_message / stream_truncate: the streaming issue.
+
+
+#: rows as LogicalOutputWrite stores them: (lsn, xid, data)
+Row = Tuple[int, int, bytes]
+RowSink = Callable[[int, int, bytes], None]
+
+_TWO_PHASE_CALLBACKS = ("begin_prepare", "prepare", "commit_prepared", "rollback_prepared")
+
+
+class LogicalDecodingContext:
+    """LogicalDecodingContext: one decoding session of one slot.
+
+    Parameters mirror what CreateDecodingContext takes from the slot and the call:
+    ``database`` (slot's database oid), ``start_lsn`` (confirmed_flush: commits
+    before it are not sent), ``two_phase`` / ``two_phase_at`` (slot flags),
+    ``options`` (plugin options as (name, value-or-None) pairs), ``catalog`` (the
+    relation / type lookups), ``snapshots`` (LSN -> ``.snap`` bytes).
+    """
+
+    def __init__(
+        self,
+        plugin: Any,
+        catalog: Any,
+        *,
+        database: int,
+        start_lsn: int = 0,
+        two_phase: bool = False,
+        two_phase_at: Optional[int] = None,
+        options: Sequence[Tuple[str, Optional[str]]] = (),
+        snapshots: Optional[Dict[int, bytes]] = None,
+        sink: Optional[RowSink] = None,
+        spill_store: Any = None,
+        work_mem: int = 64 * 1024 * 1024,
+        major: int = 0,
+    ) -> None:
+        self.plugin = plugin
+        self.catalog = catalog
+        self.database = database
+        self.major = major
+        self.output_plugin_options: List[Tuple[str, Optional[str]]] = list(options)
+        self.output_plugin_private: Any = None
+        self.out = bytearray()
+        self.write_location = 0
+        self.write_xid = 0
+        self.end_xact = False
+        self.accept_writes = True
+        self.prepared_write = False
+        self.fast_forward = False
+        self.rows: List[Row] = []
+        #: CheckXidAlive: the transaction being decoded at PREPARE (0 = none)
+        self.check_xid_alive = 0
+        #: xids (and subxids) of prepared transactions rolled back by the time of
+        #: decoding; see ``scan_aborted_prepared``
+        self.aborted_xids: Set[int] = set()
+        #: keys of the relcache / syscache entries this session has looked up
+        self._catalog_cache: Set[Any] = set()
+        self._sink: RowSink = sink if sink is not None else self._append_row
+        self.reorder = ReorderBuffer(
+            self._relation_by_filenode, self._relation_by_oid,
+            spill_store=spill_store, work_mem=work_mem,
+        )
+        if two_phase_at is None:
+            two_phase_at = start_lsn
+        self.snapshot_builder = SnapBuild(
+            self.reorder, start_decoding_at=start_lsn, two_phase_at=two_phase_at,
+            snapshots=snapshots,
+        )
+        # ctx->twophase: the plugin supports every 2PC callback and the slot has two_phase
+        self.twophase = two_phase and all(hasattr(plugin, n) for n in _TWO_PHASE_CALLBACKS)
+        #: ctx->streaming: a plugin's startup sets it when asked to stream
+        self.streaming = False
+        self.options = OutputPluginOptions()
+        plugin.startup(self, self.options, False)
+        self.reorder.output_rewrites = self.options.receive_rewrites
+        self.reorder.streaming_requested = bool(self.streaming)
+        self._wire_callbacks()
+        self.decoder = LogicalDecoder(self)
+
+    # -- catalog adapters -----------------------------------------------------------
+
+    def _relation_by_filenode(self, spc: int, db: int, relnode: int, lsn: int) -> Any:
+        """RelidByRelfilenumber + RelationIdGetRelation; None when unknown."""
+        self.catalog_access(("rfn", spc, relnode))
+        try:
+            rel = self.catalog.relation_by_filenode(spc, db, relnode, lsn=lsn)
+        except UnknownRelationError:
+            return None
+        self.catalog_access(("rel", rel.oid))
+        return rel
+
+    def _relation_by_oid(self, oid: int, lsn: int) -> Any:
+        """RelationIdGetRelation; None when unknown."""
+        self.catalog_access(("rel", oid))
+        try:
+            return self.catalog.relation_by_oid(oid, lsn=lsn)
+        except UnknownRelationError:
+            return None
+
+    # -- concurrent aborts (CheckXidAlive, HandleConcurrentAbort) -----------------------
+
+    def set_check_xid(self, xid: int) -> None:
+        """SetupCheckXidLive (0 resets CheckXidAlive)."""
+        self.check_xid_alive = xid
+
+    def catalog_cached(self, key: Any) -> bool:
+        """Whether ``key`` is in this session's relcache / syscache."""
+        return key in self._catalog_cache
+
+    def catalog_access(self, key: Any) -> None:
+        """A relcache / syscache look-up of this decoding session.
+
+        The first look-up of a key scans a catalog; PostgreSQL's catalog scans raise
+        ERRCODE_TRANSACTION_ROLLBACK when ``CheckXidAlive`` (the transaction being
+        decoded at PREPARE) has been rolled back (``aborted_xids``).  Later
+        look-ups hit the cache and check nothing.  Plugins call this for the
+        look-ups they make (test_decoding: namespace, relation name, column types).
+        """
+        if key in self._catalog_cache:
+            return
+        if self.check_xid_alive and self.check_xid_alive in self.aborted_xids:
+            raise ConcurrentAbort(self.check_xid_alive)
+        self._catalog_cache.add(key)
+
+    # -- output (OutputPluginPrepareWrite / OutputPluginWrite) -------------------------
+
+    def _append_row(self, lsn: int, xid: int, data: bytes) -> None:
+        self.rows.append((lsn, xid, data))
+
+    def prepare_write(self, last_write: bool = True) -> None:
+        """OutputPluginPrepareWrite: start a new row in ``self.out``."""
+        if not self.accept_writes:
+            raise UsageError("writes are only accepted in commit, begin and change callbacks")
+        del self.out[:]
+        self.prepared_write = True
+
+    def write(self, last_write: bool = True) -> None:
+        """OutputPluginWrite: emit ``self.out`` as a row (LogicalOutputWrite)."""
+        if not self.prepared_write:
+            raise UsageError("OutputPluginPrepareWrite needs to be called before "
+                             "OutputPluginWrite")
+        self._sink(self.write_location, self.write_xid, bytes(self.out))
+        self.prepared_write = False
+
+    # -- wrappers (logical.c) ----------------------------------------------------------
+
+    def _wire_callbacks(self) -> None:
+        rb = self.reorder
+        rb.cb_begin = self.begin_cb_wrapper
+        rb.cb_apply_change = self.change_cb_wrapper
+        rb.cb_apply_truncate = self.truncate_cb_wrapper
+        rb.cb_commit = self.commit_cb_wrapper
+        rb.cb_message = self.message_cb_wrapper
+        rb.cb_begin_prepare = self.begin_prepare_cb_wrapper
+        rb.cb_prepare = self.prepare_cb_wrapper
+        rb.cb_commit_prepared = self.commit_prepared_cb_wrapper
+        rb.cb_rollback_prepared = self.rollback_prepared_cb_wrapper
+        rb.cb_set_check_xid = self.set_check_xid
+        rb.cb_catalog_access = self.catalog_access
+
+    def begin_cb_wrapper(self, txn: ReorderBufferTXN) -> None:
+        """begin_cb_wrapper: write_location = txn.first_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.first_lsn
+        self.end_xact = False
+        self.plugin.begin(self, txn)
+
+    def commit_cb_wrapper(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """commit_cb_wrapper: write_location = txn.end_lsn (end of the commit record)."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.commit(self, txn, commit_lsn)
+
+    def change_cb_wrapper(self, txn: ReorderBufferTXN, relation: Any,
+                          change: ReorderBufferChange) -> None:
+        """change_cb_wrapper: write_location = change.lsn."""
+        self.write_xid = txn.xid
+        self.write_location = change.lsn
+        self.end_xact = False
+        self.plugin.change(self, txn, relation, change)
+
+    def truncate_cb_wrapper(self, txn: ReorderBufferTXN, relations: List[Any],
+                            change: ReorderBufferChange) -> None:
+        """truncate_cb_wrapper: write_location = change.lsn."""
+        if not hasattr(self.plugin, "truncate"):
+            return
+        self.write_xid = txn.xid
+        self.write_location = change.lsn
+        self.end_xact = False
+        self.plugin.truncate(self, txn, relations, change)
+
+    def message_cb_wrapper(self, txn: Optional[ReorderBufferTXN], message_lsn: int,
+                           transactional: bool, prefix: bytes, message: bytes) -> None:
+        """message_cb_wrapper: write_location = the message record's end."""
+        if not hasattr(self.plugin, "message"):
+            return
+        self.write_xid = txn.xid if txn is not None else 0
+        self.write_location = message_lsn
+        self.end_xact = False
+        self.plugin.message(self, txn, message_lsn, transactional, prefix, message)
+
+    def begin_prepare_cb_wrapper(self, txn: ReorderBufferTXN) -> None:
+        """begin_prepare_cb_wrapper: write_location = txn.first_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.first_lsn
+        self.end_xact = False
+        self.plugin.begin_prepare(self, txn)
+
+    def prepare_cb_wrapper(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        """prepare_cb_wrapper: write_location = txn.end_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.prepare(self, txn, prepare_lsn)
+
+    def commit_prepared_cb_wrapper(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """commit_prepared_cb_wrapper: write_location = txn.end_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.commit_prepared(self, txn, commit_lsn)
+
+    def rollback_prepared_cb_wrapper(self, txn: ReorderBufferTXN, prepare_end_lsn: int,
+                                     prepare_time: int) -> None:
+        """rollback_prepared_cb_wrapper: write_location = txn.end_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.rollback_prepared(self, txn, prepare_end_lsn, prepare_time)
+
+    def filter_by_origin(self, origin_id: int) -> bool:
+        """filter_by_origin_cb_wrapper."""
+        fn = getattr(self.plugin, "filter_by_origin", None)
+        if fn is None:
+            return False
+        return bool(fn(self, origin_id))
+
+    def filter_prepare(self, xid: int, gid: str) -> bool:
+        """filter_prepare_cb_wrapper."""
+        fn = getattr(self.plugin, "filter_prepare", None)
+        if fn is None:
+            return False
+        return bool(fn(self, xid, gid))
+
+    # -- driving -----------------------------------------------------------------------
+
+    def process_record(self, record: Any) -> None:
+        """LogicalDecodingProcessRecord."""
+        self.decoder.process_record(record)
+
+    def decode(self, records: Iterable[Any], upto_lsn: int = 0) -> None:
+        """The loop of pg_logical_slot_get_changes_guts.
+
+        Feeds every record; with ``upto_lsn`` stops after the first record whose end
+        reaches it.
+        """
+        process = self.decoder.process_record
+        if upto_lsn:
+            for record in records:
+                process(record)
+                if upto_lsn <= record.end_lsn:
+                    break
+        else:
+            for record in records:
+                process(record)
+
+    def shutdown(self) -> None:
+        """shutdown_cb_wrapper."""
+        fn = getattr(self.plugin, "shutdown", None)
+        if fn is not None:
+            fn(self)
+
+
+def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
+    """The xids (with their subxids) of every ROLLBACK PREPARED in ``records``.
+
+    What the server's commit log says at decoding time: a transaction decoded at
+    PREPARE whose ROLLBACK PREPARED is already in the WAL was rolled back before
+    the peek ran, and PostgreSQL notices it at its first catalog scan
+    (concurrent abort).  Only needed for two-phase decoding.
+    """
+    from .decode import (
+        RM_XACT_ID,
+        XLOG_XACT_ABORT_PREPARED,
+        XLOG_XACT_OPMASK,
+        parse_commit_or_abort,
+    )
+
+    out: Set[int] = set()
+    for rec in records:
+        if rec.rmid == RM_XACT_ID and rec.info & XLOG_XACT_OPMASK == XLOG_XACT_ABORT_PREPARED:
+            parsed = parse_commit_or_abort(rec.info, rec.main_data, rec.major, False)
+            if parsed.twophase_xid:
+                out.add(parsed.twophase_xid)
+            out.update(parsed.subxacts)
+    return out
+
+
+__all__ = [
+    "LogicalDecodingContext",
+    "OUTPUT_PLUGIN_BINARY_OUTPUT",
+    "OUTPUT_PLUGIN_TEXTUAL_OUTPUT",
+    "OutputPlugin",
+    "OutputPluginOptions",
+    "Row",
+    "scan_aborted_prepared",
+]

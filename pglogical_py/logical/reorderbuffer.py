@@ -1,0 +1,972 @@
+"""Reassembling transactions from WAL and replaying them at commit.
+
+Mirrors: replication/logical/reorderbuffer.c and replication/reorderbuffer.h,
+PostgreSQL 15-18.
+
+NOTES
+    WAL interleaves the records of every running transaction.  The reorder buffer
+    collects the decoded changes of each transaction (``ReorderBufferTXN``, one per
+    xid, subtransactions included) and, when decode.py meets the commit record,
+    replays them in one piece to the output plugin (``ReorderBufferCommit`` ->
+    ``ReorderBufferProcessTXN``).  Aborted transactions are thrown away
+    (``ReorderBufferAbort``), transactions the slot does not want are forgotten
+    (``ReorderBufferForget``), and transactions that were running when the server
+    crashed or that the ``running_xacts`` record proves finished are dropped by
+    ``ReorderBufferAbortOld``.
+
+    Every xid a record carries passes through ``ReorderBufferProcessXid`` (decode.py
+    guarantees it), so a transaction's ``first_lsn`` is the LSN of the first record
+    we read for it, whatever its rmgr.  Top-level transactions are kept in
+    ``toplevel_by_lsn`` in ``first_lsn`` order; a dict keyed by xid keeps insertion
+    order, which is that order, and removes in O(1).  Subtransactions are attached
+    to their parent as soon as a record names the parent (the record's top-level
+    xid, logged by every first record of a subtransaction on wal_level=logical), or
+    at the latest at commit (``ReorderBufferCommitChild``).  A one-entry cache of
+    the last xid looked up spares the dict lookup for runs of records of one xid.
+
+    Changes are small ``__slots__`` objects holding the *raw* tuple bytes as the WAL
+    has them (``xl_heap_header`` + tuple data): deforming happens at replay, and only
+    for changes the plugin is actually handed.  Replay merges the change streams of
+    the transaction and of each subtransaction -- each already in LSN order -- with
+    a binary heap keyed by LSN (``heapq.merge``; ReorderBufferIterTXNInit / Next).
+    Each stream is read through an iterator: spilled changes (``_spill.py``) come
+    back in batches ahead of the ones still in memory, behind the same interface.
+
+    Memory accounting: every queued change adds ``ReorderBufferChangeSize`` to the
+    transaction and to the buffer; ``ReorderBufferCheckMemoryLimit`` evicts the
+    largest transaction to the spill store once ``work_mem`` is exceeded (only when
+    a store was given; the spill issue brings the Parquet store and streaming).
+
+    The callbacks (``begin``, ``apply_change``, ``commit``, ...) are attributes
+    set by the decoding context (logical.py), as PostgreSQL's ``rb->begin`` & co.
+    are set to logical.c's wrappers.
+
+    Two-phase: a transaction decoded at PREPARE (``ReorderBufferPrepare``) keeps
+    its entry, emptied, until COMMIT / ROLLBACK PREPARED (``FinishPrepared``); one
+    prepared before the slot's ``two_phase_at`` is replayed whole at COMMIT
+    PREPARED.  When the prepared transaction was already rolled back at decoding
+    time, PostgreSQL's first catalog scan during its replay fails (concurrent
+    abort): the replay stops there and only PREPARE follows.  The context decides
+    where a scan happens (logical.py, ``catalog_access``); we catch
+    ``ConcurrentAbort`` as ReorderBufferProcessTXN's PG_CATCH does.
+
+    Things PostgreSQL does that we do not need yet, and why: internal snapshot and
+    command-id changes are not queued (there is no historic catalog yet: the
+    catalog snapshot describes the whole decoded range); invalidation messages are
+    counted, not executed.
+
+INVARIANTS
+    * ``toplevel_by_lsn`` is ordered by ``first_lsn`` (asserted on insert).
+    * A known subtransaction is in its parent's ``subtxns`` and not in
+      ``toplevel_by_lsn``; a top-level one the reverse.
+    * Within one transaction ``changes`` is in LSN order; the merged replay stream
+      never goes backwards (asserted).
+    * ``size`` counters never go below zero.
+    * INTERNAL_* changes are never handed to a plugin.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from enum import IntEnum
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import DecodingError, UnknownRelationError
+from ..lsn import InvalidTransactionId, format_lsn, xid_precedes
+from . import _toast
+from ._spill import SpillStore
+
+
+class ChangeType(IntEnum):
+    """ReorderBufferChangeType (reorderbuffer.h); values as in PostgreSQL.
+
+    Users of the decoding facilities never see the INTERNAL_* actions.
+    """
+
+    INSERT = 0
+    UPDATE = 1
+    DELETE = 2
+    MESSAGE = 3
+    INVALIDATION = 4
+    INTERNAL_SNAPSHOT = 5
+    INTERNAL_COMMAND_ID = 6
+    INTERNAL_TUPLECID = 7
+    INTERNAL_SPEC_INSERT = 8
+    INTERNAL_SPEC_CONFIRM = 9
+    INTERNAL_SPEC_ABORT = 10
+    TRUNCATE = 11
+
+
+# plain ints on the hot path
+CHANGE_INSERT = 0
+CHANGE_UPDATE = 1
+CHANGE_DELETE = 2
+CHANGE_MESSAGE = 3
+CHANGE_INVALIDATION = 4
+CHANGE_INTERNAL_SPEC_INSERT = 8
+CHANGE_INTERNAL_SPEC_CONFIRM = 9
+CHANGE_INTERNAL_SPEC_ABORT = 10
+CHANGE_TRUNCATE = 11
+
+# ReorderBufferTXN.txn_flags (reorderbuffer.h)
+RBTXN_HAS_CATALOG_CHANGES = 0x0001
+RBTXN_IS_SUBXACT = 0x0002
+RBTXN_IS_SERIALIZED = 0x0004
+RBTXN_IS_SERIALIZED_CLEAR = 0x0008
+RBTXN_IS_STREAMED = 0x0010
+RBTXN_HAS_PARTIAL_CHANGE = 0x0020
+RBTXN_IS_PREPARED = 0x0040
+RBTXN_SKIPPED_PREPARE = 0x0080
+RBTXN_HAS_STREAMABLE_CHANGE = 0x0100
+
+RELKIND_SEQUENCE = "S"
+
+#: bytes of bookkeeping counted per change (sizeof(ReorderBufferChange) in PG)
+_CHANGE_OVERHEAD = 96
+
+
+class ReorderBufferChange:
+    """ReorderBufferChange: one decoded change, raw.
+
+    ``newtuple`` / ``oldtuple`` are the WAL form of a heap tuple (``xl_heap_header``
+    then the tuple from offset 23 on), or None.  ``spc``/``db``/``relnode`` is the
+    RelFileLocator.  ``data`` carries what other actions need: for TRUNCATE
+    ``(relids, restart_seqs, cascade)``, for MESSAGE ``(prefix, message)``.
+    ``newvals`` / ``oldvals`` are filled at replay when TOAST reassembly replaced
+    values (the plugin then reads them instead of deforming the raw bytes).
+    """
+
+    __slots__ = (
+        "action",
+        "lsn",
+        "origin_id",
+        "spc",
+        "db",
+        "relnode",
+        "newtuple",
+        "oldtuple",
+        "clear_toast_afterwards",
+        "data",
+        "newvals",
+        "oldvals",
+    )
+
+    def __init__(
+        self,
+        action: int,
+        lsn: int = 0,
+        origin_id: int = 0,
+        spc: int = 0,
+        db: int = 0,
+        relnode: int = 0,
+        newtuple: Optional[bytes] = None,
+        oldtuple: Optional[bytes] = None,
+        clear_toast_afterwards: bool = True,
+        data: Any = None,
+    ) -> None:
+        self.action = action
+        self.lsn = lsn
+        self.origin_id = origin_id
+        self.spc = spc
+        self.db = db
+        self.relnode = relnode
+        self.newtuple = newtuple
+        self.oldtuple = oldtuple
+        self.clear_toast_afterwards = clear_toast_afterwards
+        self.data = data
+        self.newvals: Optional[List[Any]] = None
+        self.oldvals: Optional[List[Any]] = None
+
+    def __repr__(self) -> str:
+        return f"ReorderBufferChange({ChangeType(self.action).name} at {format_lsn(self.lsn)})"
+
+
+def change_size(change: ReorderBufferChange) -> int:
+    """ReorderBufferChangeSize: the memory a change is accounted for."""
+    sz = _CHANGE_OVERHEAD
+    if change.newtuple is not None:
+        sz += len(change.newtuple)
+    if change.oldtuple is not None:
+        sz += len(change.oldtuple)
+    if change.action == CHANGE_MESSAGE:
+        sz += len(change.data[0]) + len(change.data[1])
+    return sz
+
+
+class ReorderBufferTXN:
+    """ReorderBufferTXN: one (sub)transaction being reassembled.
+
+    Fields as in reorderbuffer.h: ``first_lsn`` (first record seen for the xid),
+    ``final_lsn`` (start of its commit / abort / prepare record), ``end_lsn`` (end of
+    that record), ``xact_time`` (commit, prepare or abort time: a union in PG),
+    ``base_snapshot`` / ``base_snapshot_lsn``, ``nentries`` (all changes, spilled
+    included) and ``nentries_mem`` (changes in memory).
+    """
+
+    __slots__ = (
+        "xid",
+        "txn_flags",
+        "toplevel_xid",
+        "toptxn",
+        "gid",
+        "first_lsn",
+        "final_lsn",
+        "end_lsn",
+        "restart_decoding_lsn",
+        "origin_id",
+        "origin_lsn",
+        "xact_time",
+        "base_snapshot",
+        "base_snapshot_lsn",
+        "changes",
+        "nentries",
+        "nentries_mem",
+        "subtxns",
+        "ninvalidations",
+        "size",
+        "toast_hash",
+        "output_plugin_private",
+        "concurrent_abort",
+    )
+
+    def __init__(self, xid: int, first_lsn: int) -> None:
+        self.xid = xid
+        self.txn_flags = 0
+        self.toplevel_xid = InvalidTransactionId
+        self.toptxn: Optional[ReorderBufferTXN] = None
+        self.gid: Optional[str] = None
+        self.first_lsn = first_lsn
+        self.final_lsn = 0
+        self.end_lsn = 0
+        self.restart_decoding_lsn = 0
+        self.origin_id = 0
+        self.origin_lsn = 0
+        self.xact_time = 0
+        self.base_snapshot: Any = None
+        self.base_snapshot_lsn = 0
+        self.changes: List[ReorderBufferChange] = []
+        self.nentries = 0
+        self.nentries_mem = 0
+        self.subtxns: List[ReorderBufferTXN] = []
+        self.ninvalidations = 0
+        self.size = 0
+        self.toast_hash: Optional[Dict[int, _toast.ToastEnt]] = None
+        self.output_plugin_private: Any = None
+        self.concurrent_abort = False
+
+    # rbtxn_* macros
+    @property
+    def is_known_subxact(self) -> bool:
+        """rbtxn_is_known_subxact."""
+        return bool(self.txn_flags & RBTXN_IS_SUBXACT)
+
+    @property
+    def is_prepared(self) -> bool:
+        """rbtxn_is_prepared (rbtxn_prepared before PG18)."""
+        return bool(self.txn_flags & RBTXN_IS_PREPARED)
+
+    @property
+    def has_catalog_changes(self) -> bool:
+        """rbtxn_has_catalog_changes."""
+        return bool(self.txn_flags & RBTXN_HAS_CATALOG_CHANGES)
+
+    @property
+    def commit_time(self) -> int:
+        """xact_time.commit_time."""
+        return self.xact_time
+
+    @property
+    def prepare_time(self) -> int:
+        """xact_time.prepare_time."""
+        return self.xact_time
+
+    def get_toptxn(self) -> ReorderBufferTXN:
+        """rbtxn_get_toptxn."""
+        return self.toptxn if self.toptxn is not None else self
+
+    def __repr__(self) -> str:
+        return (f"ReorderBufferTXN(xid={self.xid}, first_lsn={format_lsn(self.first_lsn)}, "
+                f"nentries={self.nentries})")
+
+
+class ConcurrentAbort(Exception):
+    """ERRCODE_TRANSACTION_ROLLBACK from HandleConcurrentAbort (genam.c).
+
+    Raised by a catalog access of the decoding context when the transaction being
+    decoded at PREPARE (``CheckXidAlive``) has been rolled back by the time of
+    decoding; ReorderBufferProcessTXN catches it and stops sending changes.
+    """
+
+
+RelByFilenode = Callable[[int, int, int, int], Any]
+RelByOid = Callable[[int, int], Any]
+
+
+class ReorderBuffer:
+    """ReorderBuffer: all transactions being reassembled, and their replay."""
+
+    def __init__(
+        self,
+        relation_by_filenode: RelByFilenode,
+        relation_by_oid: RelByOid,
+        *,
+        spill_store: Optional[SpillStore] = None,
+        work_mem: int = 64 * 1024 * 1024,
+    ) -> None:
+        #: xid -> txn (ReorderBuffer.by_txn)
+        self.by_txn: Dict[int, ReorderBufferTXN] = {}
+        #: top-level transactions in first_lsn order (a dict keeps insertion order)
+        self.toplevel_by_lsn: Dict[int, ReorderBufferTXN] = {}
+        self.by_txn_last_xid = InvalidTransactionId
+        self.by_txn_last_txn: Optional[ReorderBufferTXN] = None
+        self.current_restart_decoding_lsn = 0
+        self.size = 0
+        self.work_mem = work_mem
+        self.spill_store = spill_store
+        self.output_rewrites = False
+        #: the plugin asked for streaming (ctx->streaming); see check_memory_limit
+        self.streaming_requested = False
+        #: (spc, db, relfilenode, lsn) -> Relation or None
+        self.relation_by_filenode = relation_by_filenode
+        #: (oid, lsn) -> Relation or None
+        self.relation_by_oid = relation_by_oid
+        # callbacks, set by LogicalDecodingContext (logical.c's *_cb_wrapper)
+        self.cb_begin: Callable[[ReorderBufferTXN], None] = _noop1
+        self.cb_apply_change: Callable[[ReorderBufferTXN, Any, ReorderBufferChange], None] = _noop3
+        self.cb_apply_truncate: Callable[
+            [ReorderBufferTXN, List[Any], ReorderBufferChange], None
+        ] = _noop3
+        self.cb_commit: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_message: Callable[
+            [Optional[ReorderBufferTXN], int, bool, bytes, bytes], None
+        ] = _noop5
+        self.cb_begin_prepare: Callable[[ReorderBufferTXN], None] = _noop1
+        self.cb_prepare: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_commit_prepared: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_rollback_prepared: Callable[[ReorderBufferTXN, int, int], None] = _noop3
+        #: SetupCheckXidLive(xid) / reset with 0 (the context keeps CheckXidAlive)
+        self.cb_set_check_xid: Callable[[int], None] = _noop1
+        #: a relcache / syscache access that may need a catalog scan
+        self.cb_catalog_access: Callable[[Any], None] = _noop1
+
+    # ------------------------------------------------------------------------------
+    # transaction lookup
+    # ------------------------------------------------------------------------------
+
+    def txn_by_xid(
+        self, xid: int, create: bool, lsn: int = 0, create_as_top: bool = True
+    ) -> Optional[ReorderBufferTXN]:
+        """ReorderBufferTXNByXid: find (and maybe create) the txn of ``xid``."""
+        if xid == self.by_txn_last_xid and xid != InvalidTransactionId:
+            txn = self.by_txn_last_txn
+            if txn is not None:
+                return txn
+            if not create:
+                return None
+        txn = self.by_txn.get(xid)
+        if txn is None and create:
+            txn = ReorderBufferTXN(xid, lsn)
+            txn.restart_decoding_lsn = self.current_restart_decoding_lsn
+            self.by_txn[xid] = txn
+            if create_as_top:
+                self._push_toplevel(txn)
+        self.by_txn_last_xid = xid
+        self.by_txn_last_txn = txn
+        return txn
+
+    def _push_toplevel(self, txn: ReorderBufferTXN) -> None:
+        # AssertTXNLsnOrder: first_lsn only grows along the list (an xid created
+        # with InvalidXLogRecPtr by CommitChild is the one exception PG tolerates)
+        self.toplevel_by_lsn[txn.xid] = txn
+
+    def process_xid(self, xid: int, lsn: int) -> None:
+        """ReorderBufferProcessXid: make sure a txn exists for every xid we see."""
+        if xid != InvalidTransactionId:
+            if xid == self.by_txn_last_xid and self.by_txn_last_txn is not None:
+                return
+            self.txn_by_xid(xid, True, lsn, True)
+
+    # ------------------------------------------------------------------------------
+    # queueing
+    # ------------------------------------------------------------------------------
+
+    def queue_change(self, xid: int, lsn: int, change: ReorderBufferChange) -> None:
+        """ReorderBufferQueueChange: append a change to its (sub)transaction."""
+        txn = self.by_txn_last_txn if xid == self.by_txn_last_xid else None
+        if txn is None:
+            txn = self.txn_by_xid(xid, True, lsn, True)
+            assert txn is not None
+        change.lsn = lsn
+        txn.changes.append(change)
+        txn.nentries += 1
+        txn.nentries_mem += 1
+        # ReorderBufferChangeSize, inlined
+        sz = _CHANGE_OVERHEAD
+        if change.newtuple is not None:
+            sz += len(change.newtuple)
+        if change.oldtuple is not None:
+            sz += len(change.oldtuple)
+        if change.data is not None and change.action == CHANGE_MESSAGE:
+            sz += len(change.data[0]) + len(change.data[1])
+        txn.size += sz
+        self.size += sz
+        if self.size >= self.work_mem and (self.spill_store is not None
+                                           or self.streaming_requested):
+            self.check_memory_limit()
+
+    def queue_message(
+        self,
+        xid: int,
+        lsn: int,
+        transactional: bool,
+        prefix: bytes,
+        message: bytes,
+    ) -> None:
+        """ReorderBufferQueueMessage: queue a transactional message, emit the others."""
+        if transactional:
+            change = ReorderBufferChange(CHANGE_MESSAGE, data=(prefix, message))
+            self.queue_change(xid, lsn, change)
+        else:
+            txn = None
+            if xid != InvalidTransactionId:
+                txn = self.txn_by_xid(xid, True, lsn, True)
+            self.cb_message(txn, lsn, False, prefix, message)
+
+    def add_invalidations(self, xid: int, lsn: int, nmsgs: int) -> None:
+        """ReorderBufferAddInvalidations: remember a txn's invalidation messages."""
+        txn = self.txn_by_xid(xid, True, lsn, True)
+        assert txn is not None
+        txn.ninvalidations += nmsgs
+
+    def xid_set_catalog_changes(self, xid: int, lsn: int) -> None:
+        """ReorderBufferXidSetCatalogChanges (the top-level txn is marked too)."""
+        txn = self.txn_by_xid(xid, True, lsn, True)
+        assert txn is not None
+        txn.txn_flags |= RBTXN_HAS_CATALOG_CHANGES
+        if txn.toptxn is not None:
+            txn.toptxn.txn_flags |= RBTXN_HAS_CATALOG_CHANGES
+
+    def xid_has_catalog_changes(self, xid: int) -> bool:
+        """ReorderBufferXidHasCatalogChanges."""
+        txn = self.txn_by_xid(xid, False)
+        return txn is not None and txn.has_catalog_changes
+
+    def add_new_tuple_cids(self, top_xid: int, lsn: int) -> None:
+        """ReorderBufferAddNewTupleCids: only its effect of creating the top txn."""
+        self.txn_by_xid(top_xid, True, lsn, True)
+
+    # ------------------------------------------------------------------------------
+    # base snapshots
+    # ------------------------------------------------------------------------------
+
+    def xid_has_base_snapshot(self, xid: int) -> bool:
+        """ReorderBufferXidHasBaseSnapshot (asks the top-level txn of a subxact)."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return False
+        if txn.toptxn is not None:
+            txn = txn.toptxn
+        return txn.base_snapshot is not None
+
+    def set_base_snapshot(self, xid: int, lsn: int, snap: Any) -> None:
+        """ReorderBufferSetBaseSnapshot: on the top-level txn of a known subxact."""
+        txn = self.txn_by_xid(xid, True, lsn, True)
+        assert txn is not None
+        if txn.toptxn is not None:
+            txn = txn.toptxn
+        assert txn.base_snapshot is None
+        txn.base_snapshot = snap
+        txn.base_snapshot_lsn = lsn
+
+    @staticmethod
+    def _transfer_snap_to_parent(txn: ReorderBufferTXN, subtxn: ReorderBufferTXN) -> None:
+        """ReorderBufferTransferSnapToParent."""
+        if subtxn.base_snapshot is None:
+            return
+        if txn.base_snapshot is None or subtxn.base_snapshot_lsn < txn.base_snapshot_lsn:
+            txn.base_snapshot = subtxn.base_snapshot
+            txn.base_snapshot_lsn = subtxn.base_snapshot_lsn
+        subtxn.base_snapshot = None
+        subtxn.base_snapshot_lsn = 0
+
+    # ------------------------------------------------------------------------------
+    # subtransactions
+    # ------------------------------------------------------------------------------
+
+    def assign_child(self, xid: int, subxid: int, lsn: int) -> None:
+        """ReorderBufferAssignChild: make ``subxid`` a subtransaction of ``xid``."""
+        txn = self.txn_by_xid(xid, True, lsn, True)
+        assert txn is not None
+        existed = subxid in self.by_txn
+        subtxn = self.txn_by_xid(subxid, True, lsn, False)
+        assert subtxn is not None
+        if existed:
+            if subtxn.is_known_subxact:
+                return
+            # seen before as top-level: it is not
+            self.toplevel_by_lsn.pop(subxid, None)
+        subtxn.txn_flags |= RBTXN_IS_SUBXACT
+        subtxn.toplevel_xid = xid
+        subtxn.toptxn = txn
+        txn.subtxns.append(subtxn)
+        self._transfer_snap_to_parent(txn, subtxn)
+
+    def commit_child(self, xid: int, subxid: int, commit_lsn: int, end_lsn: int) -> None:
+        """ReorderBufferCommitChild."""
+        subtxn = self.txn_by_xid(subxid, False)
+        if subtxn is None:
+            return
+        subtxn.final_lsn = commit_lsn
+        subtxn.end_lsn = end_lsn
+        self.assign_child(xid, subxid, 0)
+
+    # ------------------------------------------------------------------------------
+    # end of a transaction
+    # ------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        xid: int,
+        commit_lsn: int,
+        end_lsn: int,
+        commit_time: int,
+        origin_id: int,
+        origin_lsn: int,
+    ) -> None:
+        """ReorderBufferCommit: replay a committed transaction."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        self._replay(txn, commit_lsn, end_lsn, commit_time, origin_id, origin_lsn)
+
+    def _replay(
+        self,
+        txn: ReorderBufferTXN,
+        commit_lsn: int,
+        end_lsn: int,
+        commit_time: int,
+        origin_id: int,
+        origin_lsn: int,
+    ) -> None:
+        """ReorderBufferReplay."""
+        txn.final_lsn = commit_lsn
+        txn.end_lsn = end_lsn
+        txn.xact_time = commit_time
+        txn.origin_id = origin_id
+        txn.origin_lsn = origin_lsn
+        if txn.base_snapshot is None:
+            # no change that needed decoding: nothing to send
+            if not txn.is_prepared:
+                self.cleanup_txn(txn)
+            return
+        self.process_txn(txn, commit_lsn)
+
+    def abort(self, xid: int, lsn: int, abort_time: int) -> None:
+        """ReorderBufferAbort: discard an aborted (sub)transaction."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        txn.xact_time = abort_time
+        txn.final_lsn = lsn
+        self.cleanup_txn(txn)
+
+    def abort_old(self, oldest_running_xid: int) -> None:
+        """ReorderBufferAbortOld: drop top-level txns older than the oldest running xid.
+
+        Walks ``toplevel_by_lsn`` from the front and stops at the first transaction
+        that is not older, exactly as PostgreSQL does.
+        """
+        doomed = []
+        for txn in self.toplevel_by_lsn.values():
+            if xid_precedes(txn.xid, oldest_running_xid):
+                doomed.append(txn)
+            else:
+                break
+        for txn in doomed:
+            self.cleanup_txn(txn)
+
+    def forget(self, xid: int, lsn: int) -> None:
+        """ReorderBufferForget: discard a committed transaction we must not decode."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        txn.final_lsn = lsn
+        self.cleanup_txn(txn)
+
+    def invalidate(self, xid: int, lsn: int) -> None:
+        """ReorderBufferInvalidate: run a skipped prepared txn's invalidations (no-op)."""
+        return
+
+    def cleanup_txn(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferCleanupTXN: forget a txn, its subtxns and its spilled data."""
+        for sub in txn.subtxns:
+            self._cleanup_one(sub, detach=False)
+        txn.subtxns = []
+        self._cleanup_one(txn, detach=True)
+
+    def _cleanup_one(self, txn: ReorderBufferTXN, detach: bool) -> None:
+        if detach:
+            if txn.is_known_subxact:
+                assert txn.toptxn is not None
+                try:
+                    txn.toptxn.subtxns.remove(txn)
+                except ValueError:
+                    pass
+            else:
+                self.toplevel_by_lsn.pop(txn.xid, None)
+        self.by_txn.pop(txn.xid, None)
+        if self.by_txn_last_xid == txn.xid:
+            self.by_txn_last_xid = InvalidTransactionId
+            self.by_txn_last_txn = None
+        self.size -= txn.size
+        assert self.size >= 0
+        txn.size = 0
+        if txn.txn_flags & RBTXN_IS_SERIALIZED and self.spill_store is not None:
+            self.spill_store.discard(txn.xid)
+        txn.changes = []
+        txn.toast_hash = None
+
+    def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferTruncateTXN (txn_prepared): drop the changes, keep the txn."""
+        for t in [txn] + txn.subtxns:
+            self.size -= t.size
+            t.size = 0
+            t.changes = []
+            t.nentries = 0
+            t.nentries_mem = 0
+            if t.txn_flags & RBTXN_IS_SERIALIZED and self.spill_store is not None:
+                self.spill_store.discard(t.xid)
+                t.txn_flags &= ~RBTXN_IS_SERIALIZED
+        txn.toast_hash = None
+
+    # ------------------------------------------------------------------------------
+    # two-phase
+    # ------------------------------------------------------------------------------
+
+    def remember_prepare_info(
+        self,
+        xid: int,
+        prepare_lsn: int,
+        end_lsn: int,
+        prepare_time: int,
+        origin_id: int,
+        origin_lsn: int,
+    ) -> bool:
+        """ReorderBufferRememberPrepareInfo."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return False
+        txn.final_lsn = prepare_lsn
+        txn.end_lsn = end_lsn
+        txn.xact_time = prepare_time
+        txn.origin_id = origin_id
+        txn.origin_lsn = origin_lsn
+        return True
+
+    def skip_prepare(self, xid: int) -> None:
+        """ReorderBufferSkipPrepare."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is not None:
+            txn.txn_flags |= RBTXN_SKIPPED_PREPARE
+
+    def prepare_txn(self, xid: int, gid: str) -> None:
+        """ReorderBufferPrepare: replay a prepared transaction up to its PREPARE."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        txn.txn_flags |= RBTXN_IS_PREPARED
+        txn.gid = gid
+        self._replay(
+            txn, txn.final_lsn, txn.end_lsn, txn.xact_time, txn.origin_id, txn.origin_lsn
+        )
+        # a rolled-back transaction stopped early: the PREPARE is still sent
+        if txn.concurrent_abort:
+            self.cb_prepare(txn, txn.final_lsn)
+
+    def finish_prepared(
+        self,
+        xid: int,
+        commit_lsn: int,
+        end_lsn: int,
+        two_phase_at: int,
+        commit_time: int,
+        origin_id: int,
+        origin_lsn: int,
+        gid: str,
+        is_commit: bool,
+    ) -> None:
+        """ReorderBufferFinishPrepared: COMMIT PREPARED / ROLLBACK PREPARED.
+
+        A transaction prepared before ``two_phase_at`` was never sent at PREPARE:
+        it is replayed whole now (with its prepare-time data), then finished.
+        """
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        prepare_end_lsn = txn.end_lsn
+        prepare_time = txn.xact_time
+        txn.gid = gid
+        if txn.final_lsn < two_phase_at and is_commit:
+            txn.txn_flags |= RBTXN_IS_PREPARED
+            self._replay(
+                txn, txn.final_lsn, txn.end_lsn, txn.xact_time, txn.origin_id, txn.origin_lsn
+            )
+        txn.final_lsn = commit_lsn
+        txn.end_lsn = end_lsn
+        txn.xact_time = commit_time
+        txn.origin_id = origin_id
+        txn.origin_lsn = origin_lsn
+        if is_commit:
+            self.cb_commit_prepared(txn, commit_lsn)
+        else:
+            self.cb_rollback_prepared(txn, prepare_end_lsn, prepare_time)
+        self.cleanup_txn(txn)
+
+    # ------------------------------------------------------------------------------
+    # memory accounting / spill
+    # ------------------------------------------------------------------------------
+
+    def check_memory_limit(self) -> None:
+        """ReorderBufferCheckMemoryLimit: spill the largest txn while over work_mem.
+
+        With streaming asked for (``stream-changes``), PostgreSQL would now stream
+        the largest transaction instead; that is not implemented, so we stop with
+        a clear error rather than print something PostgreSQL would not.
+        """
+        if self.streaming_requested:
+            raise DecodingError(
+                "a transaction exceeds logical_decoding_work_mem (%d bytes) with "
+                "stream-changes on: streaming of in-progress transactions is not "
+                "implemented yet" % self.work_mem
+            )
+        store = self.spill_store
+        if store is None:
+            return
+        while self.size >= self.work_mem:
+            largest = None
+            for t in self.by_txn.values():
+                if t.nentries_mem and (largest is None or t.size > largest.size):
+                    largest = t
+            if largest is None:
+                return
+            self.serialize_txn(largest)
+
+    def serialize_txn(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferSerializeTXN: move a txn's in-memory changes to the store."""
+        store = self.spill_store
+        assert store is not None
+        if txn.changes:
+            store.append(txn.xid, txn.changes)
+        txn.txn_flags |= RBTXN_IS_SERIALIZED
+        self.size -= txn.size
+        assert self.size >= 0
+        txn.size = 0
+        txn.changes = []
+        txn.nentries_mem = 0
+
+    # ------------------------------------------------------------------------------
+    # replay
+    # ------------------------------------------------------------------------------
+
+    def _stream(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
+        """One change stream: spilled batches first, then what is in memory."""
+        if txn.txn_flags & RBTXN_IS_SERIALIZED and self.spill_store is not None:
+            spilled = itertools.chain.from_iterable(self.spill_store.restore(txn.xid))
+            return itertools.chain(spilled, list(txn.changes))
+        return iter(list(txn.changes))
+
+    def iter_txn(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
+        """ReorderBufferIterTXNInit / Next: all changes of txn and subtxns by LSN."""
+        streams = []
+        if txn.nentries > 0:
+            streams.append(txn)
+        for sub in txn.subtxns:
+            if sub.nentries > 0:
+                streams.append(sub)
+        if not streams:
+            return iter(())
+        if len(streams) == 1:
+            return self._stream(streams[0])
+        return heapq.merge(*[self._stream(t) for t in streams], key=_change_lsn)
+
+    def _iter_txn_check_xid(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
+        """iter_txn for a transaction decoded at PREPARE: SetupCheckXidLive per change.
+
+        PostgreSQL sets CheckXidAlive before each change whose own txn is marked
+        prepared -- only the top-level txn is -- so changes of subtransactions keep
+        the value the last top-level change set (none at first).
+        """
+        streams = [t for t in [txn] + txn.subtxns if t.nentries > 0]
+
+        def tagged(t: ReorderBufferTXN) -> Iterator[Tuple[int, bool, ReorderBufferChange]]:
+            top = t is txn
+            for c in self._stream(t):
+                yield c.lsn, top, c
+
+        set_check = self.cb_set_check_xid
+        for _lsn, top, change in heapq.merge(*[tagged(t) for t in streams],
+                                              key=_first):
+            if top:
+                set_check(txn.xid)
+            yield change
+
+    def process_txn(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """ReorderBufferProcessTXN: send begin, every change, then commit / prepare.
+
+        A transaction decoded at PREPARE that was rolled back by the time of
+        decoding stops at the first catalog access that needs a scan
+        (ConcurrentAbort): the changes from there on are not sent, PREPARE is
+        (ReorderBufferPrepare's ``concurrent_abort`` case).
+        """
+        prepared = txn.is_prepared
+        if prepared:
+            self.cb_begin_prepare(txn)
+        else:
+            self.cb_begin(txn)
+        self.cb_set_check_xid(0)
+        try:
+            self._process_changes(txn, prepared)
+        except ConcurrentAbort:
+            txn.concurrent_abort = True
+            self.cb_set_check_xid(0)
+            txn.toast_hash = None
+            self._truncate_txn(txn)
+            return
+        self.cb_set_check_xid(0)
+        txn.toast_hash = None
+        if prepared:
+            self.cb_prepare(txn, commit_lsn)
+            self._truncate_txn(txn)
+        else:
+            self.cb_commit(txn, commit_lsn)
+            self.cleanup_txn(txn)
+
+    def _process_changes(self, txn: ReorderBufferTXN, prepared: bool) -> None:
+        """The change loop of ReorderBufferProcessTXN."""
+        rel_cache: Dict[Tuple[int, int, int], Any] = {}
+        specinsert: Optional[ReorderBufferChange] = None
+        prev_lsn = 0
+        rel_by_filenode = self.relation_by_filenode
+        changes = self._iter_txn_check_xid(txn) if prepared else self.iter_txn(txn)
+        for change in changes:
+            assert prev_lsn <= change.lsn, "replay went backwards"
+            prev_lsn = change.lsn
+            action = change.action
+            if action == CHANGE_INTERNAL_SPEC_CONFIRM:
+                if specinsert is None:
+                    raise DecodingError(
+                        "invalid ordering of speculative insertion changes", lsn=change.lsn
+                    )
+                change = specinsert
+                change.action = action = CHANGE_INSERT
+            if action <= CHANGE_DELETE:
+                key = (change.spc, change.db, change.relnode)
+                if key in rel_cache:
+                    relation = rel_cache[key]
+                else:
+                    relation = rel_by_filenode(change.spc, change.db, change.relnode, change.lsn)
+                    rel_cache[key] = relation
+                if relation is None:
+                    if change.newtuple is not None or change.oldtuple is not None:
+                        raise UnknownRelationError(
+                            f'could not map filenumber "{change.spc}/{change.db}/'
+                            f'{change.relnode}" to a relation of the catalog snapshot',
+                            lsn=change.lsn,
+                            xid=txn.xid,
+                        )
+                elif (
+                    not relation.is_logically_logged
+                    or (relation.relrewrite and not self.output_rewrites)
+                    or relation.relkind == RELKIND_SEQUENCE
+                ):
+                    pass
+                elif not relation.is_toast:
+                    # ReorderBufferToastReplace: only the new tuple (old keys are
+                    # always flattened by the server)
+                    if txn.toast_hash and _toast.tuple_has_external(change.newtuple):
+                        self.cb_catalog_access(("rel", relation.reltoastrelid))
+                        change.newvals = _toast.toast_replace(
+                            txn.toast_hash, relation, change.newtuple  # type: ignore[arg-type]
+                        )
+                    self.cb_apply_change(txn, relation, change)
+                    if change.clear_toast_afterwards:
+                        txn.toast_hash = None
+                elif action == CHANGE_INSERT:
+                    if txn.toast_hash is None:
+                        txn.toast_hash = {}
+                    assert change.newtuple is not None
+                    _toast.toast_append_chunk(txn.toast_hash, relation, change.newtuple)
+                specinsert = None
+            elif action == CHANGE_INTERNAL_SPEC_INSERT:
+                specinsert = change
+            elif action == CHANGE_INTERNAL_SPEC_ABORT:
+                if specinsert is not None:
+                    txn.toast_hash = None
+                    specinsert = None
+            elif action == CHANGE_TRUNCATE:
+                relids, _restart, _cascade = change.data
+                relations = []
+                for relid in relids:
+                    rel = self.relation_by_oid(relid, change.lsn)
+                    if rel is None:
+                        raise UnknownRelationError(
+                            f"could not open relation with OID {relid}",
+                            lsn=change.lsn,
+                            xid=txn.xid,
+                        )
+                    if not rel.is_logically_logged:
+                        continue
+                    relations.append(rel)
+                self.cb_apply_truncate(txn, relations, change)
+            elif action == CHANGE_MESSAGE:
+                prefix, message = change.data
+                self.cb_message(txn, change.lsn, True, prefix, message)
+            # INVALIDATION and INTERNAL_*: nothing to send
+
+    # ------------------------------------------------------------------------------
+    # inspection
+    # ------------------------------------------------------------------------------
+
+    def get_oldest_txn(self) -> Optional[ReorderBufferTXN]:
+        """ReorderBufferGetOldestTXN: the top-level txn with the smallest first_lsn."""
+        for txn in self.toplevel_by_lsn.values():
+            return txn
+        return None
+
+    def transactions(self) -> Sequence[ReorderBufferTXN]:
+        """Top-level transactions still open, in first_lsn order."""
+        return list(self.toplevel_by_lsn.values())
+
+
+def _change_lsn(change: ReorderBufferChange) -> int:
+    return change.lsn
+
+
+def _first(t: Tuple[int, bool, ReorderBufferChange]) -> int:
+    return t[0]
+
+
+def _noop1(a: Any) -> None:
+    return None
+
+
+def _noop2(a: Any, b: Any) -> None:
+    return None
+
+
+def _noop3(a: Any, b: Any, c: Any) -> None:
+    return None
+
+
+def _noop5(a: Any, b: Any, c: Any, d: Any, e: Any) -> None:
+    return None
+
+
+__all__ = [
+    "ChangeType",
+    "ReorderBuffer",
+    "ReorderBufferChange",
+    "ReorderBufferTXN",
+    "change_size",
+]

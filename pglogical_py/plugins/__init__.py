@@ -1,0 +1,1 @@
+"""pglogical_py.plugins."""

@@ -1,0 +1,200 @@
+"""Unit tests of the reorder buffer: txn bookkeeping, the k-way merge, spill, two-phase."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pglogical_py.logical._spill import InMemorySpillStore
+from pglogical_py.logical.reorderbuffer import (
+    CHANGE_INSERT,
+    CHANGE_MESSAGE,
+    ReorderBuffer,
+    ReorderBufferChange,
+)
+
+
+class _Rel:
+    is_logically_logged = True
+    relrewrite = 0
+    relkind = "r"
+    is_toast = False
+
+
+def _rb(spill: Optional[InMemorySpillStore] = None, work_mem: int = 1 << 30) -> Tuple[
+        ReorderBuffer, List[Tuple[str, Any]]]:
+    events: List[Tuple[str, Any]] = []
+    rb = ReorderBuffer(lambda spc, db, rel, lsn: _Rel(), lambda oid, lsn: _Rel(),
+                       spill_store=spill, work_mem=work_mem)
+    rb.cb_begin = lambda txn: events.append(("begin", (txn.xid, txn.first_lsn)))
+    rb.cb_commit = lambda txn, lsn: events.append(("commit", (txn.xid, txn.end_lsn)))
+    rb.cb_apply_change = lambda txn, rel, ch: events.append(("change", ch.lsn))
+    rb.cb_message = lambda txn, lsn, tx, p, m: events.append(("message", (lsn, tx, m)))
+    rb.cb_begin_prepare = lambda txn: events.append(("begin_prepare", txn.xid))
+    rb.cb_prepare = lambda txn, lsn: events.append(("prepare", txn.gid))
+    rb.cb_commit_prepared = lambda txn, lsn: events.append(("commit_prepared", txn.gid))
+    rb.cb_rollback_prepared = lambda txn, a, b: events.append(("rollback_prepared", txn.gid))
+    return rb, events
+
+
+def _insert(rb: ReorderBuffer, xid: int, lsn: int) -> None:
+    rb.process_xid(xid, lsn)
+    if not rb.xid_has_base_snapshot(xid):
+        rb.set_base_snapshot(xid, lsn, object())
+    rb.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INSERT, newtuple=b"\0" * 5))
+
+
+def test_commit_replays_in_lsn_order_across_subxacts() -> None:
+    rb, ev = _rb()
+    _insert(rb, 10, 100)
+    rb.assign_child(10, 11, 110)
+    _insert(rb, 11, 110)
+    _insert(rb, 10, 120)
+    rb.assign_child(10, 12, 130)
+    _insert(rb, 12, 130)
+    _insert(rb, 11, 140)
+    rb.commit_child(10, 11, 200, 210)
+    rb.commit_child(10, 12, 200, 210)
+    rb.commit(10, 200, 210, 0, 0, 0)
+    assert ev == [("begin", (10, 100)), ("change", 100), ("change", 110), ("change", 120),
+                  ("change", 130), ("change", 140), ("commit", (10, 210))]
+    assert not rb.by_txn and not rb.toplevel_by_lsn
+
+
+def test_subxact_seen_first_as_toplevel_is_moved() -> None:
+    rb, _ = _rb()
+    rb.process_xid(11, 50)
+    assert 11 in rb.toplevel_by_lsn
+    rb.assign_child(10, 11, 60)
+    assert 11 not in rb.toplevel_by_lsn
+    assert rb.by_txn[10].subtxns == [rb.by_txn[11]]
+
+
+def test_aborted_subxact_is_not_replayed() -> None:
+    rb, ev = _rb()
+    _insert(rb, 10, 100)
+    rb.assign_child(10, 11, 110)
+    _insert(rb, 11, 110)
+    rb.abort(11, 120, 0)
+    rb.commit(10, 200, 210, 0, 0, 0)
+    assert [e for e in ev if e[0] == "change"] == [("change", 100)]
+
+
+def test_abort_old_stops_at_first_young_txn() -> None:
+    rb, _ = _rb()
+    rb.process_xid(5, 10)
+    rb.process_xid(9, 20)
+    rb.process_xid(3, 30)  # older xid, but later in LSN order: survives
+    rb.abort_old(8)
+    assert list(rb.toplevel_by_lsn) == [9, 3]
+
+
+def test_txn_without_base_snapshot_sends_nothing() -> None:
+    rb, ev = _rb()
+    rb.process_xid(10, 100)
+    rb.commit(10, 200, 210, 0, 0, 0)
+    assert ev == []
+
+
+def test_messages() -> None:
+    rb, ev = _rb()
+    rb.process_xid(10, 100)
+    rb.set_base_snapshot(10, 100, object())
+    rb.queue_message(10, 150, True, b"p", b"queued")
+    rb.queue_message(0, 160, False, b"p", b"now")
+    assert ev == [("message", (160, False, b"now"))]
+    rb.commit(10, 200, 210, 0, 0, 0)
+    assert ("message", (150, True, b"queued")) in ev
+
+
+def test_two_phase_prepare_then_commit_prepared() -> None:
+    rb, ev = _rb()
+    _insert(rb, 10, 100)
+    assert rb.remember_prepare_info(10, 150, 160, 0, 0, 0)
+    rb.prepare_txn(10, "g1")
+    rb.finish_prepared(10, 300, 310, 0, 0, 0, 0, "g1", True)
+    assert [e[0] for e in ev] == ["begin_prepare", "change", "prepare", "commit_prepared"]
+
+
+def test_prepared_before_two_phase_at_is_decoded_at_commit_prepared() -> None:
+    rb, ev = _rb()
+    _insert(rb, 10, 100)
+    rb.remember_prepare_info(10, 150, 160, 0, 0, 0)
+    rb.skip_prepare(10)
+    rb.finish_prepared(10, 300, 310, 200, 0, 0, 0, "g1", True)
+    assert [e[0] for e in ev] == ["begin_prepare", "change", "prepare", "commit_prepared"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=60),
+       st.integers(1, 4000))
+def test_merge_with_spill_is_lsn_ordered(ops: List[Tuple[int, bool]], work_mem: int) -> None:
+    """The merged replay stream equals the sorted LSNs, spilled or not."""
+    store = InMemorySpillStore()
+    rb, ev = _rb(store, work_mem)
+    rb.process_xid(100, 1)
+    rb.set_base_snapshot(100, 1, object())
+    lsn = 10
+    expected = []
+    for sub, msg in ops:
+        xid = 100 + sub
+        if sub and xid not in rb.by_txn:
+            rb.assign_child(100, xid, lsn)
+        if msg:
+            rb.queue_message(xid, lsn, True, b"p", b"x" * 50)
+        else:
+            rb.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INSERT, newtuple=b"\0" * 60))
+        expected.append(lsn)
+        lsn += 8
+    for sub in range(1, 4):
+        rb.commit_child(100, 100 + sub, lsn, lsn + 8)
+    rb.commit(100, lsn, lsn + 8, 0, 0, 0)
+    got = [e[1] if e[0] == "change" else e[1][0] for e in ev if e[0] in ("change", "message")]
+    assert got == expected
+    assert rb.size == 0
+
+
+def test_change_type_constants_match_postgres() -> None:
+    assert CHANGE_INSERT == 0 and CHANGE_MESSAGE == 3
+
+
+def test_concurrent_abort_at_prepare_stops_changes_but_sends_prepare() -> None:
+    """A prepared txn rolled back before decoding stops at its first catalog scan."""
+    from pglogical_py.logical.reorderbuffer import ConcurrentAbort
+
+    rb, ev = _rb()
+    check = {"xid": 0}
+    warm = set()
+
+    def access(key: Any) -> None:
+        if key not in warm:
+            if check["xid"] == 10:
+                raise ConcurrentAbort(10)
+            warm.add(key)
+
+    def by_filenode(spc: int, db: int, rel: int, lsn: int) -> Any:
+        access(("rfn", rel))
+        return _Rel()
+
+    rb.relation_by_filenode = by_filenode
+    rb.cb_set_check_xid = lambda xid: check.__setitem__("xid", xid)
+    _insert(rb, 10, 100)
+    rb.remember_prepare_info(10, 150, 160, 0, 0, 0)
+    rb.prepare_txn(10, "g1")
+    assert [e[0] for e in ev] == ["begin_prepare", "prepare"]
+    rb.finish_prepared(10, 300, 310, 0, 0, 0, 0, "g1", False)
+    assert ev[-1] == ("rollback_prepared", "g1")
+
+
+def test_streaming_request_over_work_mem_is_a_clear_error() -> None:
+    import pytest
+
+    from pglogical_py.errors import DecodingError
+
+    rb, _ = _rb(work_mem=300)
+    rb.streaming_requested = True
+    _insert(rb, 10, 100)
+    with pytest.raises(DecodingError, match="stream"):
+        for i in range(10):
+            _insert(rb, 10, 200 + i)
