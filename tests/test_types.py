@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import struct
 from pathlib import Path
 from typing import Any, Dict, List
@@ -183,3 +184,121 @@ def test_make_type_info_from_catalog_rows() -> None:
                            "typbyval": True, "typalign": "i"},
                           pg_enum=[{"oid": 5, "enumlabel": "x", "enumsortorder": 1.5}])
     assert enum.enum_labels == {5: "x"}
+
+
+# ------------------------------------------------- settings, raw form, catalog snapshot
+
+
+def test_parse_settings_defaults_and_normalisation() -> None:
+    from pglogical_py.types import parse_settings
+
+    assert parse_settings() == OutputSettings()
+    s = parse_settings(timezone="europe/LONDON", datestyle="SQL, DMY",
+                       intervalstyle="ISO_8601", extra_float_digits="-3",
+                       bytea_output="ESCAPE", unknown_types="RAW", major=17)
+    assert (s.intervalstyle, s.extra_float_digits, s.bytea_output, s.unknown_types,
+            s.major) == ("iso_8601", -3, "escape", "raw", 17)
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"timezone": "Mars/Base"}, 'parameter "TimeZone": "Mars/Base"'),
+    ({"datestyle": "Klingon"}, 'parameter "DateStyle"'),
+    ({"intervalstyle": "nope"}, "available values: postgres, postgres_verbose"),
+    ({"extra_float_digits": "4"}, "outside the valid range"),
+    ({"extra_float_digits": "x"}, 'parameter "extra_float_digits": "x"'),
+    ({"bytea_output": "base64"}, "hex, escape"),
+    ({"unknown_types": "guess"}, "error, raw"),
+    ({"tzdata": "/nonexistent/zones"}, "not a directory"),
+])
+def test_parse_settings_rejects(kw: Dict[str, Any], message: str) -> None:
+    from pglogical_py.errors import UsageError
+    from pglogical_py.types import parse_settings
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        parse_settings(**kw)
+
+
+def test_output_arguments_round_trip() -> None:
+    import argparse
+
+    from pglogical_py.types import add_output_arguments, settings_from_args
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--timezone", default="UTC")  # the caller's own option
+    add_output_arguments(p, skip=("timezone",))
+    args = p.parse_args(["--timezone", "Asia/Kolkata", "--datestyle", "German",
+                         "--extra-float-digits", "0", "--unknown-types", "raw"])
+    s = settings_from_args(args, major=16)
+    assert s == OutputSettings(timezone="Asia/Kolkata", datestyle="German",
+                               extra_float_digits=0, unknown_types="raw", major=16)
+    assert settings_from_args(argparse.Namespace()) == OutputSettings()
+
+
+def test_unknown_types_raw_form() -> None:
+    raw = OutputSettings(unknown_types="raw")
+    assert output_function(987654, raw)(b"\x01\x02") == "(unknown type oid 987654: \\x0102)"
+    # regclass (2205) has no output function here (it needs catalog names)
+    with pytest.raises(UnknownTypeError, match="regclass"):
+        output_function(2205)
+    assert output_function(2205, raw)(struct.pack("<I", 1259)) == \
+        "(unknown type regclass: \\xeb040000)"
+    # an array of it keeps its structure; elements quoted as array_out quotes them
+    arr = struct.pack("<iiIii", 1, 0, 2205, 2, 1) + struct.pack("<II", 1259, 1)
+    assert output_function(2210, raw)(arr) == (
+        '{"(unknown type regclass: \\\\xeb040000)","(unknown type regclass: \\\\x01000000)"}')
+
+
+def test_xml_declaration_rewritten() -> None:
+    """xml_out: print_xml_decl drops version 1.0 and the encoding, keeps standalone and
+    other versions, eats one newline after a dropped declaration."""
+    out = output_function(142)
+    cases = {
+        '<?xml version="1.0"?><r/>': "<r/>",
+        '<?xml version="1.0" encoding="UTF-8"?>\n\n<r/>': "\n<r/>",
+        "<?xml version='1.1'?>\n<r/>": '<?xml version="1.1"?>\n<r/>',
+        '<?xml version="1.0" standalone=\'no\' ?><r/>': '<?xml version="1.0" standalone="no"?><r/>',
+        '<?xml-stylesheet href="a"?><r/>': '<?xml-stylesheet href="a"?><r/>',
+        "<?xml version=1.0?><r/>": "<?xml version=1.0?><r/>",  # unparsable: as stored
+        "plain": "plain",
+    }
+    for stored, text in cases.items():
+        assert out(stored.encode()) == text, stored
+
+
+def test_interval_infinity_follows_the_catalog_major() -> None:
+    inf = struct.pack("<qiI", 2 ** 63 - 1, 2 ** 31 - 1, 2 ** 31 - 1)
+
+    class Cat:
+        major = 17
+
+        def type_info(self, oid: int) -> None:
+            return None
+
+    assert output_function(1186)(inf) != "infinity"
+    assert output_function(1186, catalog=Cat())(inf) == "infinity"
+    assert output_function(1186, OutputSettings(major=18))(inf) == "infinity"
+    assert output_function(1186, OutputSettings(major=16), Cat())(inf) != "infinity"
+
+
+FIXTURE_CATALOG = Path(__file__).resolve().parents[1] / "fixtures" / "pg15" / "types" / \
+    "catalog.json.gz"
+
+
+@pytest.mark.skipif(not FIXTURE_CATALOG.exists(), reason="no types fixture")
+def test_catalog_snapshot_as_type_catalog() -> None:
+    """A CatalogSnapshot works as the TypeCatalog: enum labels, composite attributes
+    (from its relation), range subtype, multirange -> range (pg_range rows)."""
+    from pglogical_py.catalog.snapshot import CatalogSnapshot
+    from pglogical_py.types import catalog_type_info
+
+    snap = CatalogSnapshot.load(str(FIXTURE_CATALOG))
+    oid = {snap.type_info(o).typname: o for o in snap.type_oids()}
+    mood = catalog_type_info(snap, oid["mood"])
+    assert mood is not None and set(mood.enum_labels.values()) >= {"sad", "meh"}
+    pair = catalog_type_info(snap, oid["pair"])
+    assert pair is not None and [a[0] for a in pair.attributes] == ["a", "b", "c", "d"]
+    fmr = catalog_type_info(snap, oid["floatmultirange"])
+    assert fmr is not None and fmr.rngtypid == oid["floatrange"]
+    assert catalog_type_info(snap, 999999) is None
+    label = next(k for k, v in mood.enum_labels.items() if v == "meh")
+    assert output_function(oid["mood"], catalog=snap)(struct.pack("<I", label)) == "meh"

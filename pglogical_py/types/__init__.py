@@ -3,9 +3,13 @@
 Mirrors: the ``typoutput`` functions that contrib/test_decoding calls through
 ``OidOutputFunctionCall`` for every printed column: ``boolout``, ``int4out``,
 ``float8out``, ``numeric_out``, ``timestamptz_out``, ``array_out``, ``record_out``, ...
-Verified against PostgreSQL 15 (tests/test_types_live.py, tests/data/); the on-disk
-formats of these types are the same in 16-18, and where the text differs by major
-(interval infinity, 17+) ``OutputSettings.major`` selects it.
+Verified against live PostgreSQL 15, 16, 17 and 18 (tests/test_types_live.py: edge
+values and Hypothesis values against each server's output function;
+tests/test_types_decode_live.py: our decode vs test_decoding on 15; fixtures/pgNN/types
+byte-identical); the on-disk formats are the same in 15-18, and where the text differs
+by major (interval infinity, 17+) ``OutputSettings.major`` selects it (0: the
+catalog's).  timestamptz text also depends on the server's tzdata release
+(``OutputSettings.tzdata``).
 
 CONTRACT (input of every output function)
     An output function takes the attribute's raw on-disk bytes exactly as they sit in a
@@ -38,6 +42,16 @@ API
     Closures of catalog types are not cached here (a later snapshot may add enum
     labels): keep them per relation descriptor.
 
+SETTINGS
+    :mod:`pglogical_py.types.settings`: ``parse_settings`` / ``settings_from_args`` /
+    ``add_output_arguments`` turn ``--timezone``, ``--datestyle``, ``--intervalstyle``,
+    ``--extra-float-digits``, ``--bytea-output``, ``--tzdata`` and ``--unknown-types``
+    into a validated :class:`OutputSettings`.  ``OutputSettings.major`` 0 takes the
+    catalog's major; ``catalog`` may also be a
+    :class:`pglogical_py.catalog.snapshot.CatalogSnapshot` (see ``catalog_type_info``).
+    With ``unknown_types="raw"`` a type without output function prints as
+    ``(unknown type NAME: \\xHEX)`` (:func:`raw_output`) instead of raising.
+
 SUPPORTED
     Every built-in base type of PostgreSQL 15 whose output does not need catalog
     names: see :func:`supported_type_oids`.  Not supported (UnknownTypeError): the
@@ -59,18 +73,30 @@ from pglogical_py.types.output import (
     OutputSettings,
     TypeCatalog,
     TypeInfo,
+    catalog_type_info,
     make_type_info,
     output_function,
+    raw_output,
     strip_varlena_header,
     supported_type_oids,
+)
+from pglogical_py.types.settings import (
+    add_output_arguments,
+    parse_settings,
+    settings_from_args,
 )
 
 __all__ = [
     "OutputSettings",
     "TypeCatalog",
     "TypeInfo",
+    "add_output_arguments",
+    "catalog_type_info",
     "make_type_info",
     "output_function",
+    "parse_settings",
+    "raw_output",
+    "settings_from_args",
     "strip_varlena_header",
     "supported_type_oids",
 ]

@@ -17,6 +17,10 @@ NOTES
       directory ignoring case; otherwise it is parsed, upper-cased, as a POSIX TZ
       string (``tzparse``): ``GMT+3`` (no such file: 3 hours *west*, abbreviation
       ``GMT``), ``<+0330>-3:30``, even ``+05:30`` with an empty abbreviation.
+    * Builds without ``--with-system-tzdata`` (the npm builds of 16-18) read their own
+      ``share/postgresql/timezone``, whose tzdata release may differ from the system's
+      (e.g. Europe/Amsterdam before 1970 since 2022b): pass that directory as
+      ``OutputSettings.tzdata`` (``--tzdata``) to print what that server printed.
 """
 
 # printf-style formats on purpose: they mirror the C sprintf formats of PostgreSQL.
@@ -266,14 +270,14 @@ def _parse_tzif(name: str, data: bytes) -> TimeZone:
     return TimeZone(name, ats, idx, types, rule)
 
 
-_ZONES: Dict[str, TimeZone] = {}
+_ZONES: Dict[Tuple[str, str], TimeZone] = {}
 
 
-def _find_file(name: str) -> Optional[str]:
+def _find_file(name: str, tzdir: str = "") -> Optional[str]:
     """pg_open_tzfile: the zone file, path components matched ignoring case."""
     if not name or name.startswith("/") or ".." in name.split("/"):
         return None
-    path = TZDIR
+    path = tzdir or TZDIR
     for comp in name.split("/"):
         cand = os.path.join(path, comp)
         if not os.path.exists(cand):
@@ -303,10 +307,11 @@ def _offset_spec(hours: float) -> str:
     return ("<-%s>+%s" % (s, s)) if gmtoffset > 0 else ("<+%s>-%s" % (s, s))
 
 
-def load_zone(name: str) -> TimeZone:
+def load_zone(name: str, tzdir: str = "") -> TimeZone:
     """check_timezone + pg_tzset: a number of hours (UTC offset, SQL sign), a zone file
-    from the system zoneinfo directory (case-insensitive), or a POSIX TZ string."""
-    z = _ZONES.get(name)
+    from ``tzdir`` (PostgreSQL's ``share/timezone``, or the system zoneinfo directory it
+    was built with: the default) matched case-insensitively, or a POSIX TZ string."""
+    z = _ZONES.get((tzdir, name))
     if z is not None:
         return z
     spec = name
@@ -317,7 +322,7 @@ def load_zone(name: str) -> TimeZone:
     if hours is not None and name.strip() == name and name.lower() not in ("nan", "inf",
                                                                              "-inf", "+inf"):
         spec = _offset_spec(hours)
-    path = _find_file(spec) if spec.upper() != "GMT" else None
+    path = _find_file(spec, tzdir) if spec.upper() != "GMT" else None
     if path is not None:
         with open(path, "rb") as f:
             z = _parse_tzif(name, f.read())
@@ -326,5 +331,5 @@ def load_zone(name: str) -> TimeZone:
             z = TimeZone(name, [], [], [], _Rule(spec.upper()))
         except (UsageError, ValueError, IndexError):
             raise UsageError("time zone %r not recognized" % name) from None
-    _ZONES[name] = z
+    _ZONES[(tzdir, name)] = z
     return z

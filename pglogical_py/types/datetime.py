@@ -248,7 +248,7 @@ _EPOCH_SHIFT = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * 86400
 @register("timestamptz_out")
 def _timestamptz(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
     style, order = parse_datestyle(s.datestyle)
-    zone = load_zone(s.timezone)
+    zone = load_zone(s.timezone, s.tzdata)
     localtime: Callable[[int], Tuple[int, bool, str]] = zone.localtime
 
     def timestamptz_out(b: bytes) -> str:

@@ -27,10 +27,10 @@ INVARIANTS
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Protocol, Tuple
 
-from pglogical_py.errors import UnknownTypeError, UsageError
+from pglogical_py.errors import CatalogError, UnknownTypeError, UsageError
 from pglogical_py.types._builtin import BUILTIN_TYPES
 
 OutputFn = Callable[[bytes], str]
@@ -45,7 +45,16 @@ class OutputSettings:
     ``datestyle`` is ``"ISO, MDY"`` style: output style ISO / Postgres / SQL / German and
     order MDY / DMY / YMD.  ``intervalstyle``: postgres, postgres_verbose,
     sql_standard, iso_8601.  ``bytea_output``: hex or escape.  ``major``: the server's
-    major version where output differs between majors (interval infinity since 17).
+    major version where output differs between majors (interval infinity since 17);
+    0 (the default) means "the catalog's": :func:`output_function` takes the ``major``
+    of the catalog it is given (a catalog snapshot describes the server whose data is
+    printed), and without one the rules before 17 apply.  ``tzdata``: the directory of
+    compiled zone files the server reads (its ``share/timezone``, or the system
+    zoneinfo for a ``--with-system-tzdata`` build such as Debian's); empty means
+    ``/usr/share/zoneinfo``.  Historical offsets differ between tzdata releases.
+    ``unknown_types``: ``error`` (a type without output function raises
+    UnknownTypeError naming it) or ``raw`` (its values print as :func:`raw_output`).
+    :func:`pglogical_py.types.settings.parse_settings` builds one from option text.
     """
 
     timezone: str = "UTC"
@@ -53,10 +62,15 @@ class OutputSettings:
     intervalstyle: str = "postgres"
     extra_float_digits: int = 1
     bytea_output: str = "hex"
-    major: int = 15
+    major: int = 0
+    tzdata: str = ""
+    unknown_types: str = "error"
 
     def __post_init__(self) -> None:
         """Reject what PostgreSQL's GUC check hooks reject (UsageError)."""
+        if self.unknown_types not in ("error", "raw"):
+            raise UsageError("invalid unknown types mode %r (error or raw)"
+                             % self.unknown_types)
         if self.bytea_output not in ("hex", "escape"):
             raise UsageError("invalid bytea_output %r (hex or escape)" % self.bytea_output)
         if self.intervalstyle.lower() not in ("postgres", "postgres_verbose", "sql_standard",
@@ -140,6 +154,51 @@ def make_type_info(
     )
 
 
+def catalog_type_info(catalog: Any, typoid: int) -> Optional[TypeInfo]:
+    """``catalog.type_info(typoid)`` as a :class:`TypeInfo`, or None when unknown.
+
+    Accepts a :class:`TypeCatalog` (returns our TypeInfo or None) and the catalog
+    snapshot's own interface (:class:`pglogical_py.catalog.snapshot.CatalogSnapshot`:
+    its ``type_info`` raises for an unknown oid and returns its own row object, with
+    ``range_subtype``; composite attributes come from ``relation_by_oid(typrelid)``
+    and a multirange's range from the ``pg_range`` rows in ``catalog.tables``).
+    """
+    try:
+        t = catalog.type_info(typoid)
+    except (CatalogError, LookupError):  # "cache lookup failed for type N"
+        return None
+    if t is None or isinstance(t, TypeInfo):
+        return t
+    typtype = str(getattr(t, "typtype", "b") or "b")
+    typrelid = int(getattr(t, "typrelid", 0) or 0)
+    attributes: Tuple[Tuple[Any, ...], ...] = ()
+    if typtype == "c" and typrelid:
+        rel = catalog.relation_by_oid(typrelid)
+        attributes = tuple(
+            (str(a.attname), int(a.atttypid), bool(a.attisdropped), int(a.attlen),
+             str(a.attalign))
+            for a in rel.tupdesc.attrs if int(getattr(a, "attnum", 1)) > 0)
+    rngtypid = 0
+    if typtype == "m":
+        tables = getattr(catalog, "tables", None) or {}
+        for row in tables.get("pg_range", ()) or ():
+            if int(row.get("rngmultitypid") or 0) == typoid:
+                rngtypid = int(row["rngtypid"])
+                break
+    return TypeInfo(
+        oid=int(t.oid), typname=str(t.typname), typtype=typtype, typlen=int(t.typlen),
+        typbyval=bool(t.typbyval), typalign=str(t.typalign),
+        typelem=int(getattr(t, "typelem", 0) or 0),
+        typdelim=str(getattr(t, "typdelim", ",") or ","),
+        typbasetype=int(getattr(t, "typbasetype", 0) or 0), typrelid=typrelid,
+        rngsubtype=int(getattr(t, "rngsubtype", 0) or getattr(t, "range_subtype", 0) or 0),
+        rngtypid=int(getattr(t, "rngtypid", 0) or rngtypid),
+        typoutput=str(getattr(t, "typoutput", "") or ""),
+        enum_labels=dict(getattr(t, "enum_labels", {}) or {}),
+        attributes=attributes,
+    )
+
+
 def _builtin_infos() -> Dict[int, TypeInfo]:
     out: Dict[int, TypeInfo] = {}
     for (oid, name, tlen, byval, align, elem, _arr, delim, ttype, _cat, rsub, rtyp,
@@ -167,7 +226,7 @@ class Resolver:
     def info(self, typoid: int) -> TypeInfo:
         ti = BUILTIN_INFO.get(typoid)
         if ti is None and self.catalog is not None:
-            ti = self.catalog.type_info(typoid)
+            ti = catalog_type_info(self.catalog, typoid)
         if ti is None:
             raise UnknownTypeError("type with oid %d is unknown (not built in, not in the "
                                    "catalog)" % typoid)
@@ -200,15 +259,58 @@ def output_function(
     settings: Optional[OutputSettings] = None,
     catalog: Optional[TypeCatalog] = None,
 ) -> OutputFn:
-    """getTypeOutputInfo + fmgr_info: the output function of ``typoid`` as a closure."""
+    """getTypeOutputInfo + fmgr_info: the output function of ``typoid`` as a closure.
+
+    A type without output function raises :class:`UnknownTypeError` naming it, or,
+    with ``settings.unknown_types == "raw"``, gets :func:`raw_output` (an array or a
+    composite of such a type keeps its structure; only the unknown parts are raw).
+    """
     if settings is None:
         settings = _DEFAULT
+    if not settings.major and catalog is not None:
+        cmajor = getattr(catalog, "major", 0)
+        if isinstance(cmajor, int) and cmajor:
+            settings = replace(settings, major=cmajor)
     key = (typoid, settings)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
     _load_modules()
     res = Resolver(settings, catalog)
+    try:
+        fn = _build(typoid, settings, res)
+    except UnknownTypeError:
+        if settings.unknown_types != "raw":
+            raise
+        try:
+            name = res.info(typoid).typname
+        except UnknownTypeError:
+            name = "oid %d" % typoid
+        fn = raw_output(name)
+    if typoid in BUILTIN_INFO:
+        _CACHE[key] = fn
+    return fn
+
+
+def raw_output(typname: str) -> OutputFn:
+    """``--unknown-types=raw``: ``(unknown type NAME: \\xHEX)``.
+
+    HEX is the datum as output functions receive it (see the package contract: the
+    ``typlen`` bytes of a fixed-length type, the detoasted payload of a varlena),
+    lowercase, like ``bytea_output = hex``.  NAME is ``pg_type.typname``, or ``oid N``
+    when the catalog does not know the type either.  test_decoding quotes it as it
+    quotes any value of a type outside its unquoted list.
+    """
+    head = "(unknown type %s: \\x" % typname
+
+    def unknown_raw(b: bytes) -> str:
+        """The marked raw form of a value of a type we cannot print."""
+        return head + b.hex() + ")"
+
+    return unknown_raw
+
+
+def _build(typoid: int, settings: OutputSettings, res: Resolver) -> OutputFn:
     ti = res.info(typoid)
     tout = ti.typoutput
     fn: OutputFn
@@ -231,8 +333,6 @@ def output_function(
                 "no output function for type %s (oid %d, typoutput %s)"
                 % (ti.typname, typoid, tout or "?"))
         fn = builder(typoid, settings, res)
-    if typoid in BUILTIN_INFO:
-        _CACHE[key] = fn
     return fn
 
 

@@ -1,7 +1,13 @@
 """Text-like varlena types: varlena.c (textout, byteaout), varchar.c, json.c, xml.c.
 
 Mirrors: ``textout``, ``varcharout``, ``bpcharout``, ``byteaout``, ``json_out``,
-``xml_out``, ``pg_node_tree_out`` (all but bytea print the stored bytes as they are).
+``xml_out``, ``pg_node_tree_out`` (all but bytea and xml print the stored bytes as they
+are).  ``xml_out`` (xml_out_internal with target encoding 0) re-writes a leading XML
+declaration: ``parse_xml_decl`` reads version / encoding / standalone, and
+``print_xml_decl`` prints ``<?xml version="V"[ standalone="yes|no"]?>`` only when the
+version is not ``1.0`` or standalone was given; the encoding is always dropped; when no
+declaration is printed, one newline right after the original declaration is eaten.  A
+declaration PostgreSQL cannot parse leaves the value as stored (it warns).
 
 NOTES
     The payload is the datum after its varlena header (see the package contract).
@@ -16,14 +22,15 @@ NOTES
 
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
 
 
-@register("textout", "varcharout", "bpcharout", "json_out", "xml_out",
-          "pg_node_tree_out")
+@register("textout", "varcharout", "bpcharout", "json_out", "pg_node_tree_out")
 def _text(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
     def textout(b: bytes) -> str:
-        """textout (and varcharout, bpcharout, json_out, xml_out): the bytes as text."""
+        """textout (and varcharout, bpcharout, json_out): the bytes as text."""
         return b.decode("utf-8", "surrogateescape")
 
     return textout
@@ -60,3 +67,129 @@ def _bytea(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
         return "\\x" + b.hex()
 
     return byteaout
+
+
+_XML_BLANK = " \t\n\r"  # xmlIsBlank_ch
+
+
+def _xml_is_namechar(ch: str) -> bool:
+    """PG_XMLISNAMECHAR: Letter | Digit | '.' | '-' | '_' | ':' | CombiningChar | Extender."""
+    if ch in ".-_:":
+        return True
+    if ch < "\x80":
+        return ch.isalnum()
+    import unicodedata
+
+    return unicodedata.category(ch) in ("Lu", "Ll", "Lt", "Lo", "Lm", "Nl", "Nd", "Mn", "Mc",
+                                         "Me")
+
+
+def parse_xml_decl(text: str) -> Tuple[int, int, Optional[str], int]:
+    """parse_xml_decl (xml.c): ``(error, length, version, standalone)``.
+
+    ``error`` 0 when OK; ``length`` the declaration's length (0 when there is none);
+    ``standalone`` -1 (absent), 1 (yes) or 0 (no).
+    """
+    p = 0
+    n = len(text)
+
+    def at(i: int) -> str:
+        return text[i] if i < n else "\0"
+
+    def skip(i: int) -> int:
+        while at(i) in _XML_BLANK and i < n:
+            i += 1
+        return i
+
+    version: Optional[str] = None
+    standalone = -1
+    if not text.startswith("<?xml"):
+        return 0, 0, None, -1
+    if 5 < n and _xml_is_namechar(text[5]):
+        return 0, 0, None, -1  # a PI like <?xml-stylesheet ...?>
+    p = 5
+    if at(p) not in _XML_BLANK or p >= n:
+        return 1, 0, None, -1
+    p = skip(p)
+    if not text.startswith("version", p):
+        return 1, 0, None, -1
+    p = skip(p + 7)
+    if at(p) != "=":
+        return 1, 0, None, -1
+    p = skip(p + 1)
+    q = at(p)
+    if q not in "'\"" or p >= n:
+        return 1, 0, None, -1
+    e = text.find(q, p + 1)
+    if e < 0:
+        return 1, 0, None, -1
+    version = text[p + 1:e]
+    p = e + 1
+    save = p
+    p = skip(p)
+    if text.startswith("encoding", p):
+        if at(save) not in _XML_BLANK or save >= n:
+            return 1, 0, None, -1
+        p = skip(p + 8)
+        if at(p) != "=":
+            return 1, 0, None, -1
+        p = skip(p + 1)
+        q = at(p)
+        if q not in "'\"" or p >= n:
+            return 1, 0, None, -1
+        e = text.find(q, p + 1)
+        if e < 0:
+            return 1, 0, None, -1
+        p = e + 1
+    else:
+        p = save
+    save = p
+    p = skip(p)
+    if text.startswith("standalone", p):
+        if at(save) not in _XML_BLANK or save >= n:
+            return 1, 0, None, -1
+        p = skip(p + 10)
+        if at(p) != "=":
+            return 1, 0, None, -1
+        p = skip(p + 1)
+        if text.startswith("'yes'", p) or text.startswith('"yes"', p):
+            standalone = 1
+            p += 5
+        elif text.startswith("'no'", p) or text.startswith('"no"', p):
+            standalone = 0
+            p += 4
+        else:
+            return 1, 0, None, -1
+    else:
+        p = save
+    p = skip(p)
+    if not text.startswith("?>", p):
+        return 1, 0, None, -1
+    p += 2
+    if any(ord(c) > 127 for c in text[:p]):
+        return 1, 0, None, -1
+    return 0, p, version, standalone
+
+
+@register("xml_out")
+def _xml(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
+    def xml_out(b: bytes) -> str:
+        """xml_out: the stored text with its XML declaration re-written (print_xml_decl)."""
+        text = b.decode("utf-8", "surrogateescape")
+        if not text.startswith("<?xml"):
+            return text
+        err, length, version, standalone = parse_xml_decl(text)
+        if err:
+            return text  # "could not parse XML declaration in stored value" (WARNING)
+        if (version is not None and version != "1.0") or standalone != -1:
+            head = '<?xml version="%s"' % (version if version is not None else "1.0")
+            if standalone == 1:
+                head += ' standalone="yes"'
+            elif standalone == 0:
+                head += ' standalone="no"'
+            return head + "?>" + text[length:]
+        if text[length:length + 1] == "\n":
+            length += 1
+        return text[length:]
+
+    return xml_out
