@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
+from ..types.settings import add_output_arguments, settings_from_args
 
 _ESCAPES = {0x5C: b"\\\\", 0x09: b"\\t", 0x0A: b"\\n", 0x0D: b"\\r"}
 _TSV_TABLE = {i: bytes([i]) for i in range(256)}
@@ -87,9 +88,9 @@ def add_parser(sub: Any) -> None:
                    help="the slot was created with two_phase")
     p.add_argument("--two-phase-at", help="the slot's two_phase_at (default: --start-lsn)")
     p.add_argument("--work-mem", default="64MB", help="logical_decoding_work_mem (64MB)")
-    p.add_argument("--timezone", default="UTC",
-                   help="TimeZone for timestamps (default UTC, not the server's GMT boot "
-                   "default)")
+    # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
+    # --tzdata, --unknown-types: the session settings the output functions read
+    add_output_arguments(p)
     p.add_argument("--database", type=int, help="the slot's database oid (default: the "
                    "catalog's)")
     p.add_argument("--format", choices=("tsv", "jsonl"), default="tsv")
@@ -101,11 +102,11 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _plugin(name: str, timezone: str) -> Any:
+def _plugin(name: str, settings: Any) -> Any:
     if name == "test_decoding":
         from ..plugins.test_decoding import TestDecoding
 
-        return TestDecoding(timezone=timezone)
+        return TestDecoding(settings=settings)
     # a dotted path: module:Class
     if ":" in name:
         import importlib
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = CatalogSnapshot.load(args.catalog)
     if database is None:
         database = catalog.database_oid
-    plugin = _plugin(args.plugin, args.timezone)
+    plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
     out: BinaryIO
     if args.output:
         out = open(args.output, "wb")

@@ -117,19 +117,25 @@ class TestDecoding:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, timezone: str = "UTC") -> None:
+    def __init__(self, timezone: str = "UTC", settings: Any = None) -> None:
+        from ..types import OutputSettings
+
         self.include_xids = True
         self.include_timestamp = False
         self.skip_empty_xacts = False
         self.only_local = False
-        self.timezone = timezone
-        self._printers: Dict[int, List[Optional[ColumnPrinter]]] = {}
-        #: relation oid -> ``table nsp.rel:``
-        self._heads: Dict[int, str] = {}
+        #: the session's GUCs the output functions read (TimeZone, DateStyle, ...)
+        self.settings: OutputSettings = (
+            settings if settings is not None else OutputSettings(timezone=timezone)
+        )
+        self.timezone = self.settings.timezone
+        self._printers: Dict[Any, List[Optional[ColumnPrinter]]] = {}
+        #: Relation -> ``table nsp.rel:``
+        self._heads: Dict[Any, str] = {}
         #: relations whose column types are all in the session's catalog cache
         self._warm_rels: Set[int] = set()
-        #: relation oid -> compiled tuple_to_stringinfo (skip_nulls False, True)
-        self._formatters: Dict[int, Tuple[Callable[[Sequence[Any]], str],
+        #: Relation -> compiled tuple_to_stringinfo (skip_nulls False, True)
+        self._formatters: Dict[Any, Tuple[Callable[[Sequence[Any]], str],
                                           Callable[[Sequence[Any]], str]]] = {}
         self._ts_out: Optional[Callable[[bytes], str]] = None
         self._catalog: Any = None
@@ -206,9 +212,12 @@ class TestDecoding:
         """`` (at %s)`` with timestamptz_to_str."""
         fn = self._ts_out
         if fn is None:
-            from ..types import OutputSettings, output_function
+            from dataclasses import replace
 
-            fn = output_function(TIMESTAMPTZOID, OutputSettings(timezone=self.timezone))
+            from ..types import output_function
+
+            # timestamptz_to_str always writes ISO dates; only the zone follows the session
+            fn = output_function(TIMESTAMPTZOID, replace(self.settings, datestyle="ISO, MDY"))
             self._ts_out = fn
         return (" (at {})".format(fn(struct.pack("<q", ts)))).encode("utf-8")
 
@@ -280,7 +289,7 @@ class TestDecoding:
     # -- changes -----------------------------------------------------------------
 
     def _column_printers(self, relation: Any) -> List[Optional[ColumnPrinter]]:
-        cols = self._printers.get(relation.oid)
+        cols = self._printers.get(relation)
         if cols is not None:
             return cols
         catalog = self._catalog
@@ -292,16 +301,16 @@ class TestDecoding:
             prefix = (f" {catalog.quote_identifier(att.attname)}"
                       f"[{catalog.format_type(att.atttypid)}]:")
             cols.append((prefix, att.atttypid, self._value_printer(att, relation)))
-        self._printers[relation.oid] = cols
+        self._printers[relation] = cols
         return cols
 
     def _value_printer(self, att: Any, relation: Any) -> Callable[[Any], str]:
         """The value half of tuple_to_stringinfo for one column."""
         typid = att.atttypid
         try:
-            from ..types import OutputSettings, output_function
+            from ..types import output_function
 
-            outfn = output_function(typid, OutputSettings(timezone=self.timezone), self._catalog)
+            outfn = output_function(typid, self.settings, self._catalog)
         except UnknownTypeError as err:
             message = f"column {relation.nspname}.{relation.relname}.{att.attname}: {err.message}"
 
@@ -346,11 +355,11 @@ class TestDecoding:
         """
         check = ctx is not None and relation.oid not in self._warm_rels
         if not check:
-            fmts = self._formatters.get(relation.oid)
+            fmts = self._formatters.get(relation)
             if fmts is None:
                 cols = self._column_printers(relation)
                 fmts = (_compile_formatter(cols, False), _compile_formatter(cols, True))
-                self._formatters[relation.oid] = fmts
+                self._formatters[relation] = fmts
             return fmts[1 if skip_nulls else 0](values)  # type: ignore[no-any-return]
         cols = self._column_printers(relation)
         parts = []
@@ -373,11 +382,14 @@ class TestDecoding:
     def change(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
                change: ReorderBufferChange) -> None:
         """pg_decode_change."""
+        # the catalog as the historic snapshot of this change sees it (descriptor
+        # caches are per Relation object: a new catalog version builds new ones)
+        self._catalog = ctx.catalog
         txndata = txn.output_plugin_private
         if self.skip_empty_xacts and not txndata.xact_wrote_changes:
             self._output_begin(ctx, txn, False)
         txndata.xact_wrote_changes = True
-        head = self._heads.get(relation.oid)
+        head = self._heads.get(relation)
         if head is None:
             # get_rel_namespace / get_namespace_name (/ get_rel_name): syscache look-ups
             ctx.catalog_access(("reloid", relation.oid))
@@ -389,7 +401,7 @@ class TestDecoding:
             if relation.relrewrite:
                 relname = catalog.get_rel_name(relation.relrewrite) or relname
             head = "table " + catalog.quote_qualified_identifier(relation.nspname, relname) + ":"
-            self._heads[relation.oid] = head
+            self._heads[relation] = head
         parts = [head]
         action = change.action
         if action == CHANGE_INSERT:
@@ -425,6 +437,7 @@ class TestDecoding:
     def truncate(self, ctx: Any, txn: ReorderBufferTXN, relations: Sequence[Any],
                  change: ReorderBufferChange) -> None:
         """pg_decode_truncate."""
+        self._catalog = ctx.catalog
         txndata = txn.output_plugin_private
         if self.skip_empty_xacts and not txndata.xact_wrote_changes:
             self._output_begin(ctx, txn, False)
