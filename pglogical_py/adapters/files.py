@@ -33,12 +33,9 @@ INVARIANTS
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
-import shutil
 import struct
-import subprocess
 from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import DecompressionError, NotWalError, UsageError, WalError
@@ -160,6 +157,8 @@ def _open_decompressed(f: SegmentFile) -> BinaryIO:
     if f.compression is None:
         return open(f.path, "rb")
     if f.compression == "gz":
+        import gzip  # here, not at the top: shutil, subprocess and gzip cost PyPy 0.04 s to import
+
         return gzip.open(f.path, "rb")  # type: ignore[return-value]
     try:
         import zstandard
@@ -172,6 +171,9 @@ def _open_decompressed(f: SegmentFile) -> BinaryIO:
 
 def _zstd_cli(f: SegmentFile) -> BinaryIO:
     """Without the zstandard package (PyPy), fall back to the ``zstd`` program."""
+    import shutil
+    import subprocess
+
     exe = shutil.which("zstd")
     if exe is None:
         raise DecompressionError(
@@ -188,9 +190,37 @@ def _zstd_cli(f: SegmentFile) -> BinaryIO:
     return io.BytesIO(proc.stdout)
 
 
+def _read_plain(path: str, limit: Optional[int]) -> bytes:
+    """A plain file's bytes (at most ``limit``): ``os.read`` of the file's size.
+
+    ``open(path, "rb").read()`` takes twice as long under PyPy (151 MB of WAL: 0.16 s
+    against 0.08 s), as its buffered ``readall`` collects chunks and joins them.  One
+    ``read`` normally returns everything and is returned as is; the loop covers short
+    reads and a file that grew meanwhile.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        want = os.fstat(fd).st_size if limit is None else limit
+        chunks = []
+        got = 0
+        while limit is None or got < limit:
+            chunk = os.read(fd, max(want - got, 1 << 16) if limit is None else limit - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if len(chunks) == 1:
+            return chunks[0]
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_segment(f: SegmentFile, limit: Optional[int] = None) -> bytes:
     """The decompressed bytes of ``f`` (at most ``limit`` bytes); errors name the file."""
     try:
+        if f.compression is None:
+            return _read_plain(f.path, limit)
         with _open_decompressed(f) as fh:
             return fh.read() if limit is None else fh.read(limit)
     except WalError:

@@ -19,7 +19,9 @@ NOTES
     and parsing them is what validates the record's length), but ``main_data``,
     ``BlockRef.data`` and ``BlockRef.image`` are slices taken on access, and the typed
     ``body``, ``record_type`` and ``rmgr_name`` are computed by ``pglogical_py.wal.rmgr``
-    the first time they are asked for.
+    the first time they are asked for.  ``record_type`` is remembered per
+    ``(major, rmid, info)`` in a module dict (rm_identify depends on nothing else), and
+    ``body`` calls ``rmgr.parse_body`` bound once, not through the import check.
 
     Holes in the block-id space.  PostgreSQL keeps ``blocks[0..max_block_id]`` with an
     ``in_use`` flag; here ``blocks`` holds only the references in use, in increasing
@@ -35,7 +37,7 @@ INVARIANTS
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "XLogRecord",
@@ -373,14 +375,20 @@ class XLogRecord:
     @property
     def record_type(self) -> str:
         """rm_identify(info) as pg_waldump prints it, or ``UNKNOWN (%x)``."""
-        return identify(self.rmid, self.info, self.major)
+        # a pure function of (major, rmid, info): remembered per combination
+        key = (self.major << 16) | (self.rmid << 8) | self.info
+        name = _IDENTIFIED.get(key)
+        if name is None:
+            name = identify(self.rmid, self.info, self.major)
+            _IDENTIFIED[key] = name
+        return name
 
     @property
     def body(self) -> Any:
         """The typed body parsed by ``pglogical_py.wal.rmgr`` (cached; None if none)."""
         b = self._body
         if b is _UNSET:
-            b = _parse_body(self)
+            b = _parse_body_fn(self)
             self._body = b
         return b
 
@@ -454,8 +462,20 @@ def _describe(record: XLogRecord) -> str:
     return ""
 
 
-def _parse_body(record: XLogRecord) -> Any:
-    mod = _rmgr()
-    if mod is not None:
-        return mod.parse_body(record)
+def _no_body(record: XLogRecord) -> Any:
     return None
+
+
+def _parse_body(record: XLogRecord) -> Any:
+    """Bind ``rmgr.parse_body`` (or a stand-in) on first use, then call it."""
+    global _parse_body_fn
+    mod = _rmgr()
+    _parse_body_fn = mod.parse_body if mod is not None else _no_body
+    return _parse_body_fn(record)
+
+
+#: what ``XLogRecord.body`` calls: ``_parse_body`` until bound to ``rmgr.parse_body``
+_parse_body_fn = _parse_body
+
+#: ``identify`` results by ``(major << 16) | (rmid << 8) | info``
+_IDENTIFIED: Dict[int, str] = {}
