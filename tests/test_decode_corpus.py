@@ -37,8 +37,12 @@ def _cases() -> List[Tuple[str, str, str]]:
                 if not os.path.isdir(ddir):
                     continue
                 for fn in sorted(os.listdir(ddir)):
+                    if fn.startswith("settings_"):
+                        continue  # session-settings peeks: test_decode_settings_matches_postgres
                     if fn.endswith(".tsv"):
                         out.append((wdir, sub, fn[:-4]))
+                    elif fn.endswith(".tsv.gz"):  # large outputs (spill, stream)
+                        out.append((wdir, sub, fn[:-7]))
     return out
 
 
@@ -70,10 +74,19 @@ def _snapshots(directory: str) -> Dict[int, bytes]:
     return snaps
 
 
-def decode_fixture(wdir: str, sub: str, optionset: str) -> bytes:
-    """Decode one fixture as the peek that produced ``<sub>/<optionset>.tsv`` did."""
+def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] = None,
+                   spill_store: Any = None) -> bytes:
+    """Decode one fixture as the peek that produced ``<sub>/<optionset>.tsv`` did.
+
+    ``work_mem`` / ``spill_store`` override the fixture's logical_decoding_work_mem and
+    the in-memory spill store (tests/test_spill_*.py: output must not change)."""
     from pglogical_py.adapters.files import iter_segments
-    from pglogical_py.logical.logical import LogicalDecodingContext, scan_aborted_prepared
+    from pglogical_py.cli.decode import parse_size
+    from pglogical_py.logical.logical import (
+        LogicalDecodingContext,
+        scan_aborted,
+        scan_aborted_prepared,
+    )
     from pglogical_py.logical.slot import read_slot_state
     from pglogical_py.plugins.test_decoding import TestDecoding
     from pglogical_py.wal.xlogreader import XLogReader
@@ -98,7 +111,16 @@ def decode_fixture(wdir: str, sub: str, optionset: str) -> bytes:
         (opts[i], opts[i + 1]) for i in range(0, len(opts), 2)
     ]
     upto = parse_lsn(decode_meta.get("flush_lsn_at_decode") or meta["end_lsn"])
-    catalog = _catalog(os.path.join(wdir, "catalog.json.gz"))
+    physical = os.path.join(wdir, "physical")
+    if os.path.isdir(physical):
+        # the physical catalog: every change decoded against its historic snapshot
+        from pglogical_py.catalog.physical import PhysicalCatalog
+
+        catalog = _catalogs.get(physical)
+        if catalog is None:
+            catalog = _catalogs[physical] = PhysicalCatalog.load(physical)
+    else:
+        catalog = _catalog(os.path.join(wdir, "catalog.json.gz"))
     rows: List[bytes] = []
 
     def sink(lsn: int, xid: int, data: bytes) -> None:
@@ -110,7 +132,15 @@ def decode_fixture(wdir: str, sub: str, optionset: str) -> bytes:
         database=state.database, start_lsn=confirmed, two_phase=state.two_phase,
         two_phase_at=state.two_phase_at if state.two_phase else None, options=options,
         snapshots=_snapshots(snapdir) if snapdir else None, sink=sink, major=meta["major"],
+        work_mem=work_mem or parse_size(
+            meta.get("settings", {}).get("logical_decoding_work_mem", "64MB")),
+        spill_store=spill_store,
     )
+    if meta["major"] >= 18 and "logical_decoding_work_mem" in meta.get("settings", {}):
+        # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log (logical.py)
+        ctx.reorder.aborted_xids = scan_aborted(
+            XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn),
+                       start_lsn=restart_lsn))
     if ctx.twophase:
         ctx.aborted_xids = scan_aborted_prepared(
             XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn),
@@ -137,7 +167,8 @@ def _read_expected(path: str) -> bytes:
          for w, s, o in CASES],
 )
 def test_decode_matches_postgres(wdir: str, sub: str, optionset: str) -> None:
-    expected = _read_expected(os.path.join(wdir, sub, optionset + ".tsv"))
+    path = os.path.join(wdir, sub, optionset + ".tsv")
+    expected = _read_expected(path if os.path.exists(path) else path + ".gz")
     got = decode_fixture(wdir, sub, optionset)
     if got != expected:
         exp_lines = expected.split(b"\n")
@@ -145,4 +176,85 @@ def test_decode_matches_postgres(wdir: str, sub: str, optionset: str) -> None:
         for i, (a, b) in enumerate(zip(got_lines, exp_lines)):
             if a != b:
                 pytest.fail(f"line {i + 1} differs:\n ours: {a[:300]!r}\n   pg: {b[:300]!r}")
+        pytest.fail(f"row count differs: ours {len(got_lines)}, PostgreSQL {len(exp_lines)}")
+
+
+# ---------------------------------------------------------------- session settings
+
+def _settings_cases() -> List[Tuple[str, str]]:
+    """(workload dir, set name) of every ``decode/settings_<name>.json``."""
+    out: List[Tuple[str, str]] = []
+    if not os.path.isdir(FIXTURES):
+        return out
+    for major in sorted(os.listdir(FIXTURES)):
+        mdir = os.path.join(FIXTURES, major)
+        if not major.startswith("pg") or not os.path.isdir(mdir):
+            continue
+        for workload in sorted(os.listdir(mdir)):
+            ddir = os.path.join(mdir, workload, "decode")
+            if os.path.isdir(ddir):
+                for fn in sorted(os.listdir(ddir)):
+                    if fn.startswith("settings_") and fn.endswith(".json"):
+                        out.append((os.path.join(mdir, workload), fn[:-5]))
+    return out
+
+
+SETTINGS_CASES = _settings_cases()
+
+
+def _server_tzdata(major: int, rel: str) -> str:
+    """The zone directory of the local build of ``major`` (``<prefix>/<rel>``), or skip:
+    its zone files are not the system's, and historical offsets differ between releases."""
+    from pglogical_py.testing.pgserver import PgUnavailable, find_binaries
+
+    try:
+        prefix = find_binaries(major).parent
+    except PgUnavailable as err:
+        pytest.skip("the server read its own zone files (%s); %s" % (rel, err))
+    tzdir = os.path.join(str(prefix), rel)
+    if not os.path.isdir(tzdir):
+        pytest.skip("no %s in the local PostgreSQL %d build (%s)" % (rel, major, prefix))
+    return tzdir
+
+
+@pytest.mark.skipif(not SETTINGS_CASES, reason="no fixtures with decode/settings_*.json")
+@pytest.mark.parametrize(
+    "wdir,name", SETTINGS_CASES,
+    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{n}"
+         for w, n in SETTINGS_CASES],
+)
+def test_decode_settings_matches_postgres(wdir: str, name: str, tmp_path: Any) -> None:
+    """``decode/settings_<name>.tsv``: PostgreSQL peeked after ``SET TimeZone``, DateStyle,
+    IntervalStyle, extra_float_digits, bytea_output; the decode command with the same
+    flags (``settings_<name>.json`` → ``args``) prints the same bytes."""
+    from pglogical_py.cli import main
+
+    with open(os.path.join(wdir, "decode", name + ".json")) as f:
+        info = json.load(f)
+    with open(os.path.join(wdir, "meta.json")) as f:
+        meta = json.load(f)
+    tsv = os.path.join(wdir, "decode", name + ".tsv")
+    expected = _read_expected(tsv if os.path.exists(tsv) else tsv + ".gz")
+    argv = ["decode", os.path.join(wdir, "wal"), "--catalog",
+            os.path.join(wdir, "catalog.json.gz"),
+            "--slot-state", os.path.join(wdir, "slot.state"),
+            "--end-lsn", info["flush_lsn_at_decode"], "--no-progress",
+            "--output", str(tmp_path / "out.tsv")] + list(info["args"])
+    snapdir = os.path.join(wdir, "snapshots")
+    if os.path.isdir(snapdir):
+        argv += ["--snapshot-dir", snapdir]
+    opts = info["options"]
+    for i in range(0, len(opts), 2):
+        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
+    if info.get("tzdata") == "server":
+        argv += ["--tzdata", _server_tzdata(meta["major"], info["tzdata_dir"])]
+    assert main(argv) == 0
+    got = (tmp_path / "out.tsv").read_bytes()
+    if got != expected:
+        exp_lines = expected.split(b"\n")
+        got_lines = got.split(b"\n")
+        for i, (a, b) in enumerate(zip(got_lines, exp_lines)):
+            if a != b:
+                pytest.fail(f"{info['settings']}: line {i + 1} differs:\n ours: {a[:300]!r}\n"
+                            f"   pg: {b[:300]!r}")
         pytest.fail(f"row count differs: ours {len(got_lines)}, PostgreSQL {len(exp_lines)}")

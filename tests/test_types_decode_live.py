@@ -10,7 +10,13 @@ then one multi-row INSERT per Hypothesis example (``PGLOGICAL_TYPES_DECODE_EXAMP
 default 25; rejected values roll back, so nothing is decoded for them), peeks the slot
 with ``pg_logical_slot_peek_binary_changes`` and decodes the same WAL from the server's
 ``pg_wal`` with ``LogicalDecodingContext`` + ``TestDecoding``: the bytes must be equal.
-Zone-dependent types are peeked and decoded under two TimeZone settings.
+
+The peek and our decode run under the same session settings (TimeZone, DateStyle,
+IntervalStyle, extra_float_digits, bytea_output): each type's batch is compared under the
+defaults and under one combination drawn from ``SETTINGS`` (zone-dependent types also
+under the São Paulo one).  The draw is seeded by ``PGLOGICAL_TYPES_DECODE_SEED`` (random
+when unset; a failure names the seed and the settings).  Our side takes the settings
+through :func:`pglogical_py.types.settings.parse_settings`, as the decode command does.
 
 A difference is reported with the SQL expression of each differing row: add it to
 ``CASES`` in tests/data/gen_type_outputs.py, where it stays as a regression case
@@ -27,6 +33,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import random
 import re
 import sys
 from pathlib import Path
@@ -133,9 +140,40 @@ USER_EDGES: Dict[str, List[str]] = {
 
 STRATEGIES.update(USER_STRATEGIES)
 TYPES = sorted(STRATEGIES)
-#: types whose text depends on TimeZone: peeked and decoded under each of these zones
+#: session settings combinations (GUC -> value) the peek and our decode run under; the
+#: first is the defaults
+SETTINGS: List[Dict[str, str]] = [
+    {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgres",
+     "extra_float_digits": "1", "bytea_output": "hex"},
+    {"TimeZone": "America/Sao_Paulo", "DateStyle": "Postgres, DMY",
+     "IntervalStyle": "postgres_verbose", "extra_float_digits": "0", "bytea_output": "escape"},
+    {"TimeZone": "Asia/Kolkata", "DateStyle": "SQL, YMD", "IntervalStyle": "sql_standard",
+     "extra_float_digits": "3", "bytea_output": "hex"},
+    {"TimeZone": "Europe/Amsterdam", "DateStyle": "German, DMY", "IntervalStyle": "iso_8601",
+     "extra_float_digits": "-3", "bytea_output": "escape"},
+    {"TimeZone": "Australia/Lord_Howe", "DateStyle": "SQL, DMY", "IntervalStyle": "postgres",
+     "extra_float_digits": "2", "bytea_output": "escape"},
+    {"TimeZone": "America/New_York", "DateStyle": "ISO, YMD", "IntervalStyle": "iso_8601",
+     "extra_float_digits": "-15", "bytea_output": "hex"},
+    {"TimeZone": "+05:30", "DateStyle": "Postgres, MDY", "IntervalStyle": "sql_standard",
+     "extra_float_digits": "1", "bytea_output": "escape"},
+]
+#: GUC -> parse_settings keyword
+_SETTING_ARGS = {"TimeZone": "timezone", "DateStyle": "datestyle",
+                 "IntervalStyle": "intervalstyle", "extra_float_digits": "extra_float_digits",
+                 "bytea_output": "bytea_output"}
+SEED = int(os.environ.get("PGLOGICAL_TYPES_DECODE_SEED") or random.randrange(1 << 32))
+#: types whose text depends on TimeZone: also compared under SETTINGS[1] (São Paulo)
 ZONED = {"timestamptz", "timestamptz[]", "tstzrange", "tstzmultirange", "wrap"}
-ZONES = ["UTC", "America/Sao_Paulo"]
+
+
+def settings_for(typ: str) -> List[Dict[str, str]]:
+    """The settings a type's batch is peeked and decoded under: the defaults, one drawn
+    combination (seeded by SEED and the type), and São Paulo for zone-dependent types."""
+    out = [SETTINGS[0], random.Random("%d/%s" % (SEED, typ)).choice(SETTINGS[1:])]
+    if typ in ZONED and SETTINGS[1] not in out:
+        out.append(SETTINGS[1])
+    return out
 
 
 def _table(typ: str) -> str:
@@ -162,17 +200,19 @@ def server() -> Iterator[Any]:
 
         srv.catalog = CatalogSnapshot.from_dict(export_catalog(conn))
         srv.admin = conn
+        srv.tzdata = gen.server_tzdata(srv.bindir)
         try:
             yield srv
         finally:
             conn.close()
 
 
-def _our_decode(srv: Any, restart: int, confirmed: int, upto: int, timezone: str,
+def _our_decode(srv: Any, restart: int, confirmed: int, upto: int, gucs: Dict[str, str],
                 options: List[Tuple[str, Optional[str]]]) -> bytes:
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.logical.logical import LogicalDecodingContext
     from pglogical_py.plugins.test_decoding import TestDecoding
+    from pglogical_py.types.settings import parse_settings
     from pglogical_py.wal.xlogreader import XLogReader
 
     rows: List[bytes] = []
@@ -182,7 +222,9 @@ def _our_decode(srv: Any, restart: int, confirmed: int, upto: int, timezone: str
                     + b"\n")
 
     catalog = srv.catalog
-    ctx = LogicalDecodingContext(TestDecoding(timezone=timezone), catalog,
+    kw: Dict[str, Any] = {_SETTING_ARGS[g]: v for g, v in gucs.items()}
+    plugin = TestDecoding(settings=parse_settings(tzdata=srv.tzdata, major=srv.major, **kw))
+    ctx = LogicalDecodingContext(plugin, catalog,
                                  database=catalog.database_oid, start_lsn=confirmed,
                                  options=options, sink=sink, major=srv.major)
     segs = iter_segments(str(srv.pg_wal_dir), start_lsn=restart)
@@ -235,17 +277,21 @@ def test_decode_type(server: Any, typ: str) -> None:
         flush = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
         options: List[Tuple[str, Optional[str]]] = [("include-xids", "0"),
                                                      ("skip-empty-xacts", "1")]
-        for zone in (ZONES if typ in ZONED else ZONES[:1]):
-            conn.execute("SET TimeZone = %s" % q(zone))
-            peek = conn.execute(
-                "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
-                "%s, %s::pg_lsn, NULL, 'include-xids', '0', 'skip-empty-xacts', '1')",
-                (slot, flush)).fetchall()
-            conn.execute("RESET TimeZone")
+        for gucs in settings_for(typ):
+            for guc, value in gucs.items():
+                conn.execute("SELECT set_config(%s, %s, false)", (guc, value))
+            try:
+                peek = conn.execute(
+                    "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+                    "%s, %s::pg_lsn, NULL, 'include-xids', '0', 'skip-empty-xacts', '1')",
+                    (slot, flush)).fetchall()
+            finally:
+                for guc in gucs:
+                    conn.execute("RESET %s" % guc)
             expected = [lsn.encode() + b"\t" + xid.encode() + b"\t" + escape_tsv(bytes(data))
                         for lsn, xid, data in peek]
             got = _our_decode(srv, parse_lsn(restart), parse_lsn(confirmed),
-                              parse_lsn(flush), zone, options).split(b"\n")[:-1]
+                              parse_lsn(flush), gucs, options).split(b"\n")[:-1]
             inserts = sum(1 for r in expected if b": INSERT: " in r)
             assert inserts == len(by_id), (inserts, len(by_id))
             bad = []
@@ -253,10 +299,10 @@ def test_decode_type(server: Any, typ: str) -> None:
                 if ours != pg:
                     m = re.search(rb"id\[integer\]:(\d+)", pg)
                     expr = by_id.get(int(m.group(1))) if m else None
-                    bad.append("value %s (TimeZone %s):\n ours: %r\n   pg: %r"
-                               % (expr, zone, ours[:400], pg[:400]))
-            assert not bad, "%d rows differ; keep the value in gen_type_outputs.CASES\n%s" % (
-                len(bad), "\n".join(bad[:5]))
+                    bad.append("value %s:\n ours: %r\n   pg: %r" % (expr, ours[:400], pg[:400]))
+            assert not bad, (
+                "%d rows differ under %s (PGLOGICAL_TYPES_DECODE_SEED=%d); keep the value in "
+                "gen_type_outputs.CASES\n%s" % (len(bad), gucs, SEED, "\n".join(bad[:5])))
             assert len(got) == len(expected), (len(got), len(expected))
     finally:
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))

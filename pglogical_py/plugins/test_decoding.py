@@ -139,6 +139,8 @@ class TestDecoding:
                                           Callable[[Sequence[Any]], str]]] = {}
         self._ts_out: Optional[Callable[[bytes], str]] = None
         self._catalog: Any = None
+        #: ctx.cache_epoch when the caches above were last known warm
+        self._epoch = 0
         self._major = 0
 
     # -- startup -----------------------------------------------------------------
@@ -312,7 +314,9 @@ class TestDecoding:
 
             outfn = output_function(typid, self.settings, self._catalog)
         except UnknownTypeError as err:
-            message = f"column {relation.nspname}.{relation.relname}.{att.attname}: {err.message}"
+            message = (f"column {relation.nspname}.{relation.relname}.{att.attname}: "
+                       f"{err.message} (--unknown-types=raw prints its values in a marked "
+                       f"raw form)")
 
             def unsupported(v: Any) -> str:
                 raise UnknownTypeError(message)
@@ -385,6 +389,12 @@ class TestDecoding:
         # the catalog as the historic snapshot of this change sees it (descriptor
         # caches are per Relation object: a new catalog version builds new ones)
         self._catalog = ctx.catalog
+        epoch = getattr(ctx, "cache_epoch", 0)
+        if epoch != self._epoch:
+            # invalidations made syscache entries cold: look them up again
+            self._epoch = epoch
+            self._heads.clear()
+            self._warm_rels.clear()
         txndata = txn.output_plugin_private
         if self.skip_empty_xacts and not txndata.xact_wrote_changes:
             self._output_begin(ctx, txn, False)
@@ -477,6 +487,131 @@ class TestDecoding:
         ctx.out += b"message: transactional: %d prefix: %s, sz: %d content:" % (
             1 if transactional else 0, prefix, len(message))
         ctx.out += message
+        ctx.write(True)
+
+    # -- streaming of in-progress transactions (stream-changes) ---------------------
+
+    def _output_stream_start(self, ctx: Any, txn: ReorderBufferTXN, last_write: bool) -> None:
+        """pg_output_stream_start."""
+        ctx.prepare_write(last_write)
+        if self.include_xids:
+            ctx.out += b"opening a streamed block for transaction TXN %d" % txn.xid
+        else:
+            ctx.out += b"opening a streamed block for transaction"
+        ctx.write(last_write)
+
+    def stream_start(self, ctx: Any, txn: ReorderBufferTXN) -> None:
+        """pg_decode_stream_start."""
+        txndata = txn.output_plugin_private
+        if txndata is None:
+            txndata = _TxnData()
+            txn.output_plugin_private = txndata
+        txndata.stream_wrote_changes = False
+        if self.skip_empty_xacts:
+            return
+        self._output_stream_start(ctx, txn, True)
+
+    def stream_stop(self, ctx: Any, txn: ReorderBufferTXN) -> None:
+        """pg_decode_stream_stop."""
+        txndata = txn.output_plugin_private
+        if self.skip_empty_xacts and not txndata.stream_wrote_changes:
+            return
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += b"closing a streamed block for transaction TXN %d" % txn.xid
+        else:
+            ctx.out += b"closing a streamed block for transaction"
+        ctx.write(True)
+
+    def stream_abort(self, ctx: Any, txn: ReorderBufferTXN, abort_lsn: int) -> None:
+        """pg_decode_stream_abort: for the top-level txn or one subtransaction."""
+        toptxn = txn.get_toptxn()
+        txndata = toptxn.output_plugin_private
+        wrote = txndata.xact_wrote_changes if txndata is not None else False
+        if txn is toptxn:
+            txn.output_plugin_private = None
+        if self.skip_empty_xacts and not wrote:
+            return
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += b"aborting streamed (sub)transaction TXN %d" % txn.xid
+        else:
+            ctx.out += b"aborting streamed (sub)transaction"
+        ctx.write(True)
+
+    def stream_prepare(self, ctx: Any, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        """pg_decode_stream_prepare."""
+        txndata = txn.output_plugin_private
+        if self.skip_empty_xacts and not (txndata is not None and txndata.xact_wrote_changes):
+            return
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += (b"preparing streamed transaction TXN " + _quote_literal(txn.gid or "")
+                        + b", txid %d" % txn.xid)
+        else:
+            ctx.out += b"preparing streamed transaction " + _quote_literal(txn.gid or "")
+        if self.include_timestamp:
+            ctx.out += self._at(txn.xact_time)
+        ctx.write(True)
+
+    def stream_commit(self, ctx: Any, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """pg_decode_stream_commit."""
+        txndata = txn.output_plugin_private
+        wrote = txndata.xact_wrote_changes if txndata is not None else False
+        txn.output_plugin_private = None
+        if self.skip_empty_xacts and not wrote:
+            return
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += b"committing streamed transaction TXN %d" % txn.xid
+        else:
+            ctx.out += b"committing streamed transaction"
+        if self.include_timestamp:
+            ctx.out += self._at(txn.xact_time)
+        ctx.write(True)
+
+    def _stream_wrote(self, ctx: Any, txn: ReorderBufferTXN) -> None:
+        txndata = txn.output_plugin_private
+        if self.skip_empty_xacts and not txndata.stream_wrote_changes:
+            self._output_stream_start(ctx, txn, False)
+        txndata.xact_wrote_changes = txndata.stream_wrote_changes = True
+
+    def stream_change(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
+                      change: ReorderBufferChange) -> None:
+        """pg_decode_stream_change: one line per change, no tuple data."""
+        self._stream_wrote(ctx, txn)
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += b"streaming change for TXN %d" % txn.xid
+        else:
+            ctx.out += b"streaming change for transaction"
+        ctx.write(True)
+
+    def stream_truncate(self, ctx: Any, txn: ReorderBufferTXN, relations: Sequence[Any],
+                        change: ReorderBufferChange) -> None:
+        """pg_decode_stream_truncate."""
+        self._stream_wrote(ctx, txn)
+        ctx.prepare_write(True)
+        if self.include_xids:
+            ctx.out += b"streaming truncate for TXN %d" % txn.xid
+        else:
+            ctx.out += b"streaming truncate for transaction"
+        ctx.write(True)
+
+    def stream_message(self, ctx: Any, txn: Optional[ReorderBufferTXN], lsn: int,
+                       transactional: bool, prefix: bytes, message: bytes) -> None:
+        """pg_decode_stream_message: a transactional one without its content (17+:
+        it counts as a change for skip-empty-xacts)."""
+        if transactional and self._major >= 17 and txn is not None:
+            self._stream_wrote(ctx, txn)
+        ctx.prepare_write(True)
+        if transactional:
+            ctx.out += b"streaming message: transactional: 1 prefix: %s, sz: %d" % (
+                prefix, len(message))
+        else:
+            ctx.out += b"streaming message: transactional: 0 prefix: %s, sz: %d content:" % (
+                prefix, len(message))
+            ctx.out += message
         ctx.write(True)
 
 
