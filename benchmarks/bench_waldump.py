@@ -3,8 +3,9 @@
 What it does
     1. Generates (once, cached in ``benchmarks/.work/``) two WAL ranges from a real
        PostgreSQL 15 server with 16 MB segments, held by a physical slot so nothing is
-       recycled: ``pgbench`` (``pgbench -i -s SCALE`` then ``-c 4 -j 2 -t TXNS``) and ``bulk``
-       (``BULK_TXNS`` transactions of 1,000 inserts into (int8, text, numeric, timestamptz)).
+       recycled, the workloads W1 and W2 of the speed issue: ``pgbench`` (``pgbench -i -s
+       SCALE`` before the range, then ``-c 4 -j 2 -t TXNS`` in it) and ``bulk`` (``BULK_TXNS``
+       transactions of 1,000 inserts into (int8 primary key, text, numeric, timestamptz)).
     2. Times pg_waldump 15 on each range: text output to /dev/null, ``-q`` (parse only) and
        ``--stats=record``, whole process, best of ``--repeat``.
     3. Times our reader (``benchmarks/_walk.py``): header walk and full-body parse, CRC on and
@@ -17,7 +18,7 @@ Timing is wall-clock of the whole process for pg_waldump and, for us, both the w
 process, the fair comparison with a C program.
 
 Usage
-    .venv/bin/python benchmarks/bench_waldump.py [--scale 10] [--txns 5000] [--bulk-txns 300]
+    .venv/bin/python benchmarks/bench_waldump.py [--scale 10] [--txns 15000] [--bulk-txns 1000]
         [--repeat 3] [--no-docs]
 """
 
@@ -63,7 +64,7 @@ def generate(kind: str, scale: int, txns: int, bulk_txns: int) -> Dict[str, str]
     """Run one workload on a fresh PostgreSQL 15 and keep its WAL range."""
     from pglogical_py.testing.pgserver import PgServer
 
-    dest = WORK / kind
+    dest = WORK / ("w1_pgbench" if kind == "pgbench" else "w2_bulk")
     meta_path = dest / "meta.json"
     if meta_path.exists():
         meta: Dict[str, str] = json.loads(meta_path.read_text())
@@ -74,12 +75,14 @@ def generate(kind: str, scale: int, txns: int, bulk_txns: int) -> Dict[str, str]
                 "synchronous_commit": "off", "shared_buffers": "256MB"}
     with PgServer(15, wal_segsize_mb=16, settings=settings) as srv:
         srv.execute("SELECT pg_create_physical_replication_slot('bench', true)")
-        start = srv.execute("SELECT pg_current_wal_insert_lsn()::text")[0][0]
         env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(srv.port), PGUSER="postgres")
+        pgbench = str(PG15_BIN / "pgbench")
         if kind == "pgbench":
-            pgbench = str(PG15_BIN / "pgbench")
+            # W1: the initial load happens before the measured range, as before a slot
             subprocess.run([pgbench, "-q", "-i", "-s", str(scale), "postgres"], env=env,
                            check=True, capture_output=True)
+        start = srv.execute("SELECT pg_current_wal_insert_lsn()::text")[0][0]
+        if kind == "pgbench":
             subprocess.run([pgbench, "-c", "4", "-j", "2", "-t", str(txns), "postgres"], env=env,
                            check=True, capture_output=True)
         else:
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> str:
     lines = []
     for kind in ("pgbench", "bulk"):
         meta = generate(kind, args.scale, args.txns, args.bulk_txns)
-        wal = WORK / kind / "wal"
+        wal = WORK / ("w1_pgbench" if kind == "pgbench" else "w2_bulk") / "wal"
         mb = sum(p.stat().st_size for p in wal.iterdir()) / 1e6
         wd = waldump_runs(wal, meta["start"], meta["end"], args.repeat)
         nrec = wd["records"]
@@ -215,8 +218,8 @@ def write_doc(table: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--scale", type=int, default=10)
-    ap.add_argument("--txns", type=int, default=5000, help="pgbench transactions per client")
-    ap.add_argument("--bulk-txns", type=int, default=300)
+    ap.add_argument("--txns", type=int, default=15000, help="pgbench transactions per client")
+    ap.add_argument("--bulk-txns", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-docs", action="store_true")
     args = ap.parse_args()
