@@ -285,7 +285,9 @@ def _fixture_decodes() -> List[Path]:
     out = []
     for cat in _fixture_catalogs():
         tsv = cat.parent / "decode" / "xids1_skip0.tsv"
-        if tsv.exists():
+        # the ddl* workloads change relations inside the range: the catalog at the end
+        # does not describe them (test_catalog_history checks them per version)
+        if tsv.exists() and not cat.parent.name.startswith("ddl"):
             out.append(tsv)
     return out
 

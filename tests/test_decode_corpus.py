@@ -141,8 +141,11 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
         ctx.reorder.aborted_xids = scan_aborted(
             XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn),
                        start_lsn=restart_lsn))
-    if ctx.twophase:
-        ctx.aborted_xids = scan_aborted_prepared(
+    if ctx.twophase or ctx.streaming:
+        # concurrent aborts: what the commit log says at decoding time (a streamed
+        # (sub)transaction rolled back is noticed too, not only a prepared one)
+        scan = scan_aborted if ctx.streaming else scan_aborted_prepared
+        ctx.aborted_xids = scan(
             XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn),
                        start_lsn=restart_lsn))
     segments = iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn)

@@ -263,7 +263,10 @@ def test_fixture_physical_catalog_equals_json_export(fixture: Path) -> None:
     assert (pc.major, pc.database_oid) == (ref.major, ref.database_oid)
     assert_same_catalog(pc.latest(), ref)
     # the slot's catalog_xmin as a historic snapshot: the fixtures' DDL all precedes it
+    # (except in the ddl* workloads, whose DDL is inside the decoded range: there the
+    # historic catalogs are checked by test_decode_corpus and test_catalog_history)
     slot = json.loads((fixture / "slot.json").read_text())
     x = int(slot["catalog_xmin"])
-    assert assert_same_catalog(pc.catalog_at(HistoricSnapshot(x, x)), ref, user_only=True)
+    if not fixture.name.startswith("ddl"):
+        assert assert_same_catalog(pc.catalog_at(HistoricSnapshot(x, x)), ref, user_only=True)
     assert pc.clog.status_name(x - 1) in ("committed", "aborted")

@@ -187,14 +187,21 @@ def test_concurrent_abort_at_prepare_stops_changes_but_sends_prepare() -> None:
     assert ev[-1] == ("rollback_prepared", "g1")
 
 
-def test_streaming_request_over_work_mem_is_a_clear_error() -> None:
-    import pytest
-
-    from pglogical_py.errors import DecodingError
-
-    rb, _ = _rb(work_mem=300)
+def test_streaming_over_work_mem_streams_the_txn() -> None:
+    """With stream-changes, a txn over work_mem is streamed (issue 5), not an error."""
+    rb, ev = _rb(work_mem=300)
     rb.streaming_requested = True
+    rb.cb_stream_start = lambda txn, lsn: ev.append(("stream_start", lsn))
+    rb.cb_stream_stop = lambda txn, lsn: ev.append(("stream_stop", lsn))
+    rb.cb_stream_change = lambda txn, rel, ch: ev.append(("stream_change", ch.lsn))
+    rb.cb_stream_commit = lambda txn, lsn: ev.append(("stream_commit", txn.xid))
     _insert(rb, 10, 100)
-    with pytest.raises(DecodingError, match="stream"):
-        for i in range(10):
-            _insert(rb, 10, 200 + i)
+    _insert(rb, 10, 200)  # 2 x (80 + 24 + 5 + 18) = 254 < 300
+    assert not ev
+    _insert(rb, 10, 300)  # 381 >= 300: streamed
+    assert ev == [("stream_start", 100), ("stream_change", 100), ("stream_change", 200),
+                  ("stream_change", 300), ("stream_stop", 300)]
+    assert rb.size == 0 and rb.stats.stream_txns == 1 and rb.stats.stream_count == 1
+    rb.commit(10, 400, 410, 0, 0, 0)
+    assert ev[-1] == ("stream_commit", 10)
+    assert rb.stats.stream_count == 2  # the (empty) last block at commit counts

@@ -37,6 +37,7 @@ INVARIANTS
 
 from __future__ import annotations
 
+import itertools
 from typing import Dict, FrozenSet, Iterable, Optional, Protocol, Tuple
 
 from ..wal.bufpage import (
@@ -89,6 +90,9 @@ class MultiXactLookup(Protocol):
     def update_xid(self, multi: int) -> int: ...
 
 
+_TUPLECIDS_SERIAL = itertools.count(1)
+
+
 class TupleCids:
     """ReorderBufferBuildTupleCidHash: (RelFileLocator, ctid) -> (cmin, cmax, combocid).
 
@@ -96,12 +100,15 @@ class TupleCids:
     NEW_CID for a tuple sets cmin, cmax and combocid; later ones only move cmax.
     """
 
-    __slots__ = ("entries", "version")
+    __slots__ = ("entries", "version", "serial")
 
     def __init__(self) -> None:
         self.entries: Dict[TidKey, Tuple[int, int, int]] = {}
         #: bumped by every change (part of catalog cache keys)
         self.version = 0
+        #: unique per instance for the life of the process (an ``id()`` can be reused
+        #: once a transaction's hash is freed, and would alias cache keys)
+        self.serial: object = next(_TUPLECIDS_SERIAL)
 
     def add(self, spc: int, db: int, relnumber: int, block: int, offset: int,
             cmin: int, cmax: int, combocid: int = InvalidCommandId) -> None:
@@ -148,9 +155,9 @@ class HistoricSnapshot:
 
     def cache_key(self) -> Tuple[object, ...]:
         """Identity for catalog caches: equal keys see the same tuple versions."""
-        tc: Tuple[int, int] = (0, 0)
+        tc: Tuple[object, int] = (0, 0)
         if self.subxip and self.tuplecids is not None:
-            tc = (id(self.tuplecids), self.tuplecids.version)
+            tc = (self.tuplecids.serial, self.tuplecids.version)
         curcid = self.curcid if self.subxip else InvalidCommandId
         return (self.xmin, self.xmax, self.xip, self.subxip, curcid, tc)
 

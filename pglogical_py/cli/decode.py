@@ -73,7 +73,10 @@ def add_parser(sub: Any) -> None:
         "test_decoding by default.",
     )
     p.add_argument("wal", nargs="+", help="WAL segment files or directories")
-    p.add_argument("--catalog", required=True, help="catalog snapshot (.json / .json.gz)")
+    p.add_argument("--catalog", required=True,
+                   help="catalog: a JSON export (.json / .json.gz, no DDL in the range) or a "
+                   "directory (catalog export --physical, or a copied data directory): "
+                   "every change is then decoded against the catalog as it was then")
     p.add_argument("--restart-lsn", help="where reading starts (the slot's restart_lsn)")
     p.add_argument("--start-lsn",
                    help="the slot's confirmed_flush_lsn: commits before it are not output")
@@ -88,6 +91,17 @@ def add_parser(sub: Any) -> None:
                    help="the slot was created with two_phase")
     p.add_argument("--two-phase-at", help="the slot's two_phase_at (default: --start-lsn)")
     p.add_argument("--work-mem", default="64MB", help="logical_decoding_work_mem (64MB)")
+    p.add_argument("--spill-dir", help="where transactions over --work-mem are spilled "
+                   "(default: a private temporary directory, removed at the end)")
+    p.add_argument("--spill-store", choices=("auto", "parquet", "pickle", "memory"),
+                   default="auto", help="spill format: parquet (pyarrow), pickle (the "
+                   "fallback without pyarrow), memory (no files); auto = parquet if "
+                   "pyarrow imports")
+    p.add_argument("--eviction", choices=("largest", "oldest"), default="largest",
+                   help="which transaction to spill over --work-mem: largest (PostgreSQL) "
+                   "or oldest (by first LSN)")
+    p.add_argument("--stats", action="store_true",
+                   help="print pg_stat_replication_slots-like counters to stderr at the end")
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
     # --tzdata, --unknown-types: the session settings the output functions read
     add_output_arguments(p)
@@ -195,7 +209,13 @@ def run(args: argparse.Namespace) -> int:
     if restart_lsn is None or start_lsn is None:
         raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
     end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
-    catalog = CatalogSnapshot.load(args.catalog)
+    catalog: Any
+    if os.path.isdir(args.catalog):
+        from ..catalog.physical import PhysicalCatalog
+
+        catalog = PhysicalCatalog.load(args.catalog, database)
+    else:
+        catalog = CatalogSnapshot.load(args.catalog)
     if database is None:
         database = catalog.database_oid
     plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
@@ -216,18 +236,33 @@ def run(args: argparse.Namespace) -> int:
             write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
                               "data": data.decode("utf-8", "backslashreplace")},
                              ensure_ascii=False).encode("utf-8") + b"\n")
+    spill_store: Any = None
+    if args.spill_store != "memory":
+        from ..adapters.parquet_spill import open_spill_store
+
+        spill_store = open_spill_store(args.spill_dir, args.spill_store)
     ctx = LogicalDecodingContext(
         plugin, catalog, database=database, start_lsn=start_lsn, two_phase=bool(two_phase),
         two_phase_at=two_phase_at, options=_options(args.option),
         snapshots=_load_snapshots(args.snapshot_dir), sink=sink,
         work_mem=parse_size(args.work_mem), major=catalog.major,
+        spill_store=spill_store, eviction=args.eviction,
     )
-    if ctx.twophase:
+    if ctx.twophase or ctx.streaming:
         # what the server's commit log knew when it decoded: prepared transactions
-        # rolled back anywhere in the given WAL (concurrent aborts, see logical.py)
-        from ..logical.logical import scan_aborted_prepared
+        # rolled back anywhere in the given WAL, and with streaming any (sub)transaction
+        # rolled back in it (concurrent aborts, see logical.py)
+        from ..logical.logical import scan_aborted, scan_aborted_prepared
 
-        ctx.aborted_xids = scan_aborted_prepared(
+        scan = scan_aborted if ctx.streaming else scan_aborted_prepared
+        ctx.aborted_xids = scan(
+            XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
+    if ctx.reorder.major >= 18:
+        # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
+        # after all the given WAL, an xid is aborted iff its abort record is in it
+        from ..logical.logical import scan_aborted
+
+        ctx.reorder.aborted_xids = scan_aborted(
             XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
     reader = XLogReader(segments, start_lsn=restart_lsn)
@@ -248,4 +283,12 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
         if args.output:
             out.close()
+        if spill_store is not None:
+            spill_store.close()  # the spill files are removed on error too
+    if args.stats:
+        for name, value in ctx.stats.as_dict().items():
+            sys.stderr.write(f"{name}\t{value}\n")
+        if spill_store is not None:
+            # what the spill files took on disk (PostgreSQL's spill_bytes counts memory)
+            sys.stderr.write(f"spill_file_bytes\t{spill_store.spilled_bytes}\n")
     return 0

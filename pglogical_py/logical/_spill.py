@@ -13,9 +13,12 @@ NOTES
     ``restore(xid)`` yields them back in the order they were appended, in batches,
     and ``discard(xid)`` forgets them (commit done, abort, forget).
 
-    The in-memory store here keeps the batches in a dict; it exists so the merge
-    code path that reads spilled streams is exercised.  A Parquet store (the spill
-    issue) implements the same protocol in ``adapters/``.
+    The in-memory store here keeps the batches in a dict: the default of a decoding
+    context (the counters and the merge path are the same, memory is not bounded).
+    ``adapters/parquet_spill.py`` implements the protocol on disk -- Parquet through
+    pyarrow, or pickle where pyarrow is missing (PyPy) -- one file per transaction and
+    spill, removed on ``discard`` and ``close``; the CLI uses it by default.  The core
+    never opens a file itself.
 
 INVARIANTS
     ``restore(xid)`` yields exactly the changes appended for ``xid``, in order.

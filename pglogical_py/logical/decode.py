@@ -54,6 +54,7 @@ from .reorderbuffer import (
     CHANGE_INTERNAL_SPEC_INSERT,
     CHANGE_TRUNCATE,
     CHANGE_UPDATE,
+    Invalidations,
     ReorderBufferChange,
 )
 from .snapbuild import RunningXacts, SnapBuildState
@@ -110,6 +111,7 @@ XLOG_HEAP2_NEW_CID = 0x70
 XLH_INSERT_LAST_IN_MULTI = 1 << 1
 XLH_INSERT_IS_SPECULATIVE = 1 << 2
 XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
+XLH_INSERT_ON_TOAST_RELATION = 1 << 4
 XLH_UPDATE_CONTAINS_OLD_TUPLE = 1 << 2
 XLH_UPDATE_CONTAINS_OLD_KEY = 1 << 3
 XLH_UPDATE_CONTAINS_NEW_TUPLE = 1 << 4
@@ -135,7 +137,7 @@ _i32 = struct.Struct("<i").unpack_from
 _i64 = struct.Struct("<q").unpack_from
 _u64 = struct.Struct("<Q").unpack_from
 _running = struct.Struct("<ii?3xIII")
-_new_cid = struct.Struct("<IIII")
+_new_cid = struct.Struct("<IIIIIIIHHH")
 _truncate = struct.Struct("<IIB")
 _multi_tuple = struct.Struct("<HHHB")
 _message = struct.Struct("<I?3xQQ")
@@ -234,6 +236,29 @@ def _maxalign(n: int) -> int:
     return (n + 7) & ~7
 
 
+#: SharedInvalidationMessage ids (storage/sinval.h): >= 0 catcache, then these
+SHAREDINVALRELCACHE_ID = -2
+SizeOfSharedInvalidationMessage = 16
+
+
+def parse_invalidations(data: bytes, pos: int) -> Invalidations:
+    """xl_xact_invals at ``pos``: the messages' count and the relcache ones' relids.
+
+    A relcache message is ``{int8 id; Oid dbId; Oid relId}`` (relId 0: every relation).
+    """
+    try:
+        nmsgs = _i32(data, pos)[0]
+        relids = []
+        base = pos + 4
+        for i in range(nmsgs):
+            off = base + i * SizeOfSharedInvalidationMessage
+            if struct.unpack_from("<b", data, off)[0] == SHAREDINVALRELCACHE_ID:
+                relids.append(_u32(data, off + 8)[0])
+    except struct.error as err:
+        raise DecodingError(f"malformed invalidation messages: {err}") from None
+    return Invalidations(nmsgs, tuple(relids))
+
+
 def parse_running_xacts(data: bytes) -> RunningXacts:
     """xl_running_xacts."""
     xcnt, subxcnt, _overflow, next_xid, oldest, latest = _running.unpack_from(data, 0)
@@ -329,10 +354,12 @@ class LogicalDecoder:
             pass
         elif info == XLOG_XACT_INVALIDATIONS:
             xid = record.xid
+            invals = parse_invalidations(record.main_data, 0)
             if xid:
-                nmsgs = _i32(record.main_data, 0)[0]
-                self.reorder.add_invalidations(xid, record.lsn, nmsgs)
+                self.reorder.add_invalidations(xid, record.lsn, invals)
                 self.reorder.xid_set_catalog_changes(xid, record.lsn)
+            else:
+                self.reorder.immediate_invalidation(invals)
         elif info == XLOG_XACT_PREPARE:
             parsed = parse_prepare(record.main_data)
             if self._filter_prepare(parsed.twophase_xid, parsed.twophase_gid):
@@ -432,8 +459,10 @@ class LogicalDecoder:
             if builder.process_change(xid, record.lsn):
                 self.decode_multi_insert(record)
         elif info == XLOG_HEAP2_NEW_CID:
-            top_xid, cmin, cmax, _combo = _new_cid.unpack_from(record.main_data, 0)
-            builder.process_new_cid(xid, record.lsn, top_xid, cmin, cmax)
+            (top_xid, cmin, cmax, combocid, spc, db, rel, bi_hi, bi_lo,
+             posid) = _new_cid.unpack_from(record.main_data, 0)
+            builder.process_new_cid(xid, record.lsn, top_xid, cmin, cmax, combocid,
+                                    (spc, db, rel), ((bi_hi << 16) | bi_lo, posid))
 
     # -- RM_HEAP_ID ---------------------------------------------------------------
 
@@ -484,7 +513,8 @@ class LogicalDecoder:
             return
         action = CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE else CHANGE_INSERT
         change = ReorderBufferChange(action, 0, origin, blk.spc, blk.db, blk.rel, blk.data)
-        self.reorder.queue_change(record.xid, record.lsn, change)
+        self.reorder.queue_change(record.xid, record.lsn, change,
+                                  bool(flags & XLH_INSERT_ON_TOAST_RELATION))
 
     def decode_update(self, record: Any) -> None:
         """DecodeUpdate (prefix/suffix compression is never used for logged relations)."""

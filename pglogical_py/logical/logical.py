@@ -66,9 +66,10 @@ from typing import (
 )
 
 from ..errors import UnknownRelationError, UsageError
+from ._memory import DecodingStats
 from .decode import LogicalDecoder
 from .reorderbuffer import ConcurrentAbort, ReorderBuffer, ReorderBufferChange, ReorderBufferTXN
-from .snapbuild import SnapBuild
+from .snapbuild import SnapBuild, SnapBuildState
 
 OUTPUT_PLUGIN_BINARY_OUTPUT = 0
 OUTPUT_PLUGIN_TEXTUAL_OUTPUT = 1
@@ -188,9 +189,22 @@ class LogicalDecodingContext:
         spill_store: Any = None,
         work_mem: int = 64 * 1024 * 1024,
         major: int = 0,
+        eviction: str = "largest",
     ) -> None:
         self.plugin = plugin
-        self.catalog = catalog
+        #: a PhysicalCatalog (every catalog tuple version): changes are then looked up
+        #: in the catalog their historic snapshot sees; otherwise ``catalog`` is one
+        #: CatalogSnapshot for the whole range (no DDL in it)
+        self.physical: Any = catalog if hasattr(catalog, "catalog_at") else None
+        self._historic: Any = None
+        self._tuplecids: Any = None
+        self._catalog_now: Any = None
+        if self.physical is not None:
+            self._base_catalog: Any = self.physical.latest()
+            if not major:
+                major = int(self.physical.major)
+        else:
+            self._base_catalog = catalog
         self.database = database
         self.major = major
         self.output_plugin_options: List[Tuple[str, Optional[str]]] = list(options)
@@ -210,10 +224,15 @@ class LogicalDecodingContext:
         self.aborted_xids: Set[int] = set()
         #: keys of the relcache / syscache entries this session has looked up
         self._catalog_cache: Set[Any] = set()
+        #: RelfilenumberMap entries: ("rfn", spc, relnode) -> relid (0: not found)
+        self._rfn_relid: Dict[Any, int] = {}
+        #: bumped whenever invalidations drop cached entries (plugins re-check theirs)
+        self.cache_epoch = 0
         self._sink: RowSink = sink if sink is not None else self._append_row
         self.reorder = ReorderBuffer(
             self._relation_by_filenode, self._relation_by_oid,
-            spill_store=spill_store, work_mem=work_mem,
+            spill_store=spill_store, work_mem=work_mem, major=major or 15,
+            eviction=eviction,
         )
         if two_phase_at is None:
             two_phase_at = start_lsn
@@ -228,19 +247,105 @@ class LogicalDecodingContext:
         self.options = OutputPluginOptions()
         plugin.startup(self, self.options, False)
         self.reorder.output_rewrites = self.options.receive_rewrites
-        self.reorder.streaming_requested = bool(self.streaming)
+        # ctx->streaming: asked for, and the plugin has the stream callbacks
+        self.streaming = bool(self.streaming) and hasattr(plugin, "stream_start")
+        self.reorder.streaming_requested = self.streaming
         self._wire_callbacks()
         self.decoder = LogicalDecoder(self)
+
+    # -- the historic catalog (SetupHistoricSnapshot / TeardownHistoricSnapshot) -------
+
+    @property
+    def catalog(self) -> Any:
+        """The catalog as the historic snapshot in force sees it (relcache + syscache)."""
+        cat = self._catalog_now
+        if cat is None:
+            if self._historic is None:
+                cat = self._base_catalog
+            else:
+                cat = self.physical.catalog_at(self._historic)
+            self._catalog_now = cat
+        return cat
+
+    @catalog.setter
+    def catalog(self, value: Any) -> None:
+        self._base_catalog = value
+        self._catalog_now = None
+
+    def setup_historic_snapshot(self, snap: Any, txn: Optional[ReorderBufferTXN],
+                                command_id: int, copied: bool) -> None:
+        """SetupHistoricSnapshot for the change being replayed (None: teardown).
+
+        ``copied`` is ReorderBufferCopySnap's: the snapshot then also sees the
+        transaction's own catalog changes up to ``command_id`` (its xids in
+        ``subxip``, cmin / cmax from its NEW_CID records).
+        """
+        if self.physical is None:
+            return
+        self._catalog_now = None
+        if snap is None or txn is None:
+            self._historic = None
+            self._tuplecids = None
+            return
+        from ..catalog.visibility import HistoricSnapshot
+
+        if copied:
+            tc = self._tuplecids
+            if tc is None or tc[0] is not txn or tc[1] != len(txn.tuplecids):
+                # (a streamed transaction has more NEW_CIDs at its next run)
+                tc = (txn, len(txn.tuplecids), self._build_tuplecid_hash(txn))
+                self._tuplecids = tc
+            subxip = [txn.xid] + [sub.xid for sub in txn.subtxns]
+            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, snap.xip, subxip=subxip,
+                                              curcid=command_id, tuplecids=tc[2])
+        else:
+            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, snap.xip)
+
+    @staticmethod
+    def _build_tuplecid_hash(txn: ReorderBufferTXN) -> Any:
+        """ReorderBufferBuildTupleCidHash: the NEW_CIDs of the whole transaction."""
+        from ..catalog.visibility import TupleCids
+
+        tc = TupleCids()
+        for spc, db, rel, blk, off, cmin, cmax, combocid in txn.tuplecids:
+            tc.add(spc, db, rel, blk, off, cmin, cmax, combocid)
+        # identify the hash by its content: decoding the same WAL again (another option
+        # set, another peek) then finds the catalogs already built for it
+        tc.serial = ("tuplecids", txn.xid, frozenset(tc.entries.items()))
+        return tc
+
+    def invalidate_relcache(self, relids: Sequence[int]) -> None:
+        """Relcache invalidation messages executed (RelationCacheInvalidateEntry,
+        RelfilenumberMapInvalidateCallback): the relation's relcache / RELOID entries
+        and its relfilenumber-map entries (and every negative one) go cold, so the
+        next look-up scans the catalog again (see ``catalog_access``)."""
+        cache = self._catalog_cache
+        rfn = self._rfn_relid
+        for relid in set(relids):
+            if relid == 0:
+                for k in [k for k in cache if k[0] in ("rel", "reloid", "rfn")]:
+                    cache.discard(k)
+                rfn.clear()
+                continue
+            cache.discard(("rel", relid))
+            cache.discard(("reloid", relid))
+            for k in [k for k, v in rfn.items() if v == relid or v == 0]:
+                cache.discard(k)
+                del rfn[k]
+        self.cache_epoch += 1
 
     # -- catalog adapters -----------------------------------------------------------
 
     def _relation_by_filenode(self, spc: int, db: int, relnode: int, lsn: int) -> Any:
         """RelidByRelfilenumber + RelationIdGetRelation; None when unknown."""
-        self.catalog_access(("rfn", spc, relnode))
+        key = ("rfn", spc, relnode)
+        self.catalog_access(key)
         try:
             rel = self.catalog.relation_by_filenode(spc, db, relnode, lsn=lsn)
         except UnknownRelationError:
+            self._rfn_relid[key] = 0
             return None
+        self._rfn_relid[key] = rel.oid
         self.catalog_access(("rel", rel.oid))
         return rel
 
@@ -312,6 +417,94 @@ class LogicalDecodingContext:
         rb.cb_rollback_prepared = self.rollback_prepared_cb_wrapper
         rb.cb_set_check_xid = self.set_check_xid
         rb.cb_catalog_access = self.catalog_access
+        rb.cb_snapshot = self.setup_historic_snapshot
+        rb.cb_invalidate = self.invalidate_relcache
+        rb.can_start_streaming = self.can_start_streaming
+        rb.cb_stream_start = self.stream_start_cb_wrapper
+        rb.cb_stream_stop = self.stream_stop_cb_wrapper
+        rb.cb_stream_abort = self.stream_abort_cb_wrapper
+        rb.cb_stream_commit = self.stream_commit_cb_wrapper
+        rb.cb_stream_prepare = self.stream_prepare_cb_wrapper
+        rb.cb_stream_change = self.stream_change_cb_wrapper
+        rb.cb_stream_truncate = self.stream_truncate_cb_wrapper
+        rb.cb_stream_message = self.stream_message_cb_wrapper
+
+    # -- streaming (ReorderBufferCanStartStreaming, stream_*_cb_wrapper) ---------------
+
+    @property
+    def stats(self) -> DecodingStats:
+        """The pg_stat_replication_slots counters of this session (UpdateDecodingStats)."""
+        return self.reorder.stats
+
+    def can_start_streaming(self) -> bool:
+        """ReorderBufferCanStartStreaming: consistent, and not re-decoding a transaction
+        that was already sent (the record being decoded is before start_decoding_at)."""
+        builder = self.snapshot_builder
+        return (builder.current_state() >= SnapBuildState.CONSISTENT
+                and not builder.xact_needs_skip(self.reorder.read_rec_ptr))
+
+    def stream_start_cb_wrapper(self, txn: ReorderBufferTXN, first_lsn: int) -> None:
+        """stream_start_cb_wrapper: write_location = the first streamed change's LSN."""
+        self.write_xid = txn.xid
+        self.write_location = first_lsn
+        self.end_xact = False
+        self.plugin.stream_start(self, txn)
+
+    def stream_stop_cb_wrapper(self, txn: ReorderBufferTXN, last_lsn: int) -> None:
+        """stream_stop_cb_wrapper: write_location = the last streamed change's LSN."""
+        self.write_xid = txn.xid
+        self.write_location = last_lsn
+        self.end_xact = False
+        self.plugin.stream_stop(self, txn)
+
+    def stream_abort_cb_wrapper(self, txn: ReorderBufferTXN, abort_lsn: int) -> None:
+        """stream_abort_cb_wrapper: write_location = abort_lsn (the record's end)."""
+        self.write_xid = txn.xid
+        self.write_location = abort_lsn
+        self.end_xact = True
+        self.plugin.stream_abort(self, txn, abort_lsn)
+
+    def stream_prepare_cb_wrapper(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        """stream_prepare_cb_wrapper: write_location = txn.end_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.stream_prepare(self, txn, prepare_lsn)
+
+    def stream_commit_cb_wrapper(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """stream_commit_cb_wrapper: write_location = txn.end_lsn."""
+        self.write_xid = txn.xid
+        self.write_location = txn.end_lsn
+        self.end_xact = True
+        self.plugin.stream_commit(self, txn, commit_lsn)
+
+    def stream_change_cb_wrapper(self, txn: ReorderBufferTXN, relation: Any,
+                                 change: ReorderBufferChange) -> None:
+        """stream_change_cb_wrapper: write_location = change.lsn."""
+        self.write_xid = txn.xid
+        self.write_location = change.lsn
+        self.end_xact = False
+        self.plugin.stream_change(self, txn, relation, change)
+
+    def stream_truncate_cb_wrapper(self, txn: ReorderBufferTXN, relations: List[Any],
+                                   change: ReorderBufferChange) -> None:
+        """stream_truncate_cb_wrapper: write_location = change.lsn."""
+        if not hasattr(self.plugin, "stream_truncate"):
+            return
+        self.write_xid = txn.xid
+        self.write_location = change.lsn
+        self.end_xact = False
+        self.plugin.stream_truncate(self, txn, relations, change)
+
+    def stream_message_cb_wrapper(self, txn: Optional[ReorderBufferTXN], message_lsn: int,
+                                  transactional: bool, prefix: bytes, message: bytes) -> None:
+        """stream_message_cb_wrapper: write_location = the message's LSN."""
+        if not hasattr(self.plugin, "stream_message"):
+            return
+        self.write_xid = txn.xid if txn is not None else 0
+        self.write_location = message_lsn
+        self.end_xact = False
+        self.plugin.stream_message(self, txn, message_lsn, transactional, prefix, message)
 
     def begin_cb_wrapper(self, txn: ReorderBufferTXN) -> None:
         """begin_cb_wrapper: write_location = txn.first_lsn."""
@@ -427,6 +620,39 @@ class LogicalDecodingContext:
             fn(self)
 
 
+def scan_aborted(records: Iterable[Any]) -> Set[int]:
+    """The xids (with their subxids) of every ABORT / ABORT_PREPARED in ``records``.
+
+    The model of the commit log at decoding time for 18's
+    ReorderBufferCheckAndTruncateAbortedTXN: the decode runs after all the supplied
+    WAL was written, so a transaction is aborted iff its abort record (or its
+    top-level transaction's, which lists it) is in the WAL.  A rolled-back
+    subtransaction (ROLLBACK TO SAVEPOINT) writes its own abort record.
+    """
+    from .decode import (
+        RM_XACT_ID,
+        XLOG_XACT_ABORT,
+        XLOG_XACT_ABORT_PREPARED,
+        XLOG_XACT_OPMASK,
+        parse_commit_or_abort,
+    )
+
+    out: Set[int] = set()
+    for rec in records:
+        if rec.rmid != RM_XACT_ID:
+            continue
+        op = rec.info & XLOG_XACT_OPMASK
+        if op == XLOG_XACT_ABORT or op == XLOG_XACT_ABORT_PREPARED:
+            parsed = parse_commit_or_abort(rec.info, rec.main_data, rec.major, False)
+            if op == XLOG_XACT_ABORT_PREPARED:
+                if parsed.twophase_xid:
+                    out.add(parsed.twophase_xid)
+            elif rec.xid:
+                out.add(rec.xid)
+            out.update(parsed.subxacts)
+    return out
+
+
 def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
     """The xids (with their subxids) of every ROLLBACK PREPARED in ``records``.
 
@@ -459,5 +685,6 @@ __all__ = [
     "OutputPlugin",
     "OutputPluginOptions",
     "Row",
+    "scan_aborted",
     "scan_aborted_prepared",
 ]

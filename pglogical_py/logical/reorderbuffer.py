@@ -32,10 +32,37 @@ NOTES
     Each stream is read through an iterator: spilled changes (``_spill.py``) come
     back in batches ahead of the ones still in memory, behind the same interface.
 
-    Memory accounting: every queued change adds ``ReorderBufferChangeSize`` to the
-    transaction and to the buffer; ``ReorderBufferCheckMemoryLimit`` evicts the
-    largest transaction to the spill store once ``work_mem`` is exceeded (only when
-    a store was given; the spill issue brings the Parquet store and streaming).
+    Memory accounting (``_memory.py``): every queued change adds
+    ``ReorderBufferChangeSize`` -- per major, the x86_64 struct sizes -- to its
+    (sub)transaction's ``size``, to the top-level ``total_size`` and to the buffer.
+    While the buffer holds ``work_mem`` or more, ``ReorderBufferCheckMemoryLimit``
+    evicts: when the plugin streams (``stream-changes``) and the snapshot builder is
+    consistent, the largest streamable top-level transaction (first in base-snapshot
+    order among equals; no partial TOAST / speculative change pending) is streamed
+    (stream_start, a stream_change per change, stream_stop; stream_commit,
+    stream_abort or stream_prepare at its end); otherwise the largest
+    (sub)transaction (15/16 scan every txn, 17+ keep a max-heap: the same choice) is
+    spilled, its subtransactions with it.  At replay, a transaction spilled before
+    has its remaining in-memory changes spilled too before the merge
+    (ReorderBufferIterTXNInit): PostgreSQL counts those spills, so do we.  The
+    counters of pg_stat_replication_slots live in ``stats``; spill_* and stream_*
+    equal PostgreSQL's on every fixture, total_bytes is approximate.  A second
+    eviction policy, ``eviction='oldest'`` (the oldest top-level txn, with its
+    subtxns), exists for research; it changes what is spilled, never the output.
+
+    Aborted transactions at eviction (18).  PostgreSQL 18 asks the commit log,
+    before streaming or spilling the chosen transaction, whether it already
+    aborted (ReorderBufferCheckAndTruncateAbortedTXN); if so it drops its changes,
+    marks it aborted (later changes are not queued) and picks again.  The commit
+    log at decoding time is not in the WAL, so we model a decode that runs after
+    all the supplied WAL was written: **a transaction is aborted iff its abort
+    record -- its own (ROLLBACK, ROLLBACK TO SAVEPOINT) or its top-level
+    transaction's, which lists it -- is anywhere in the supplied WAL**
+    (``aborted_xids``, filled by ``logical.scan_aborted``; None = never dropped).
+    A transaction whose end is not in the WAL counts as in progress.  Streaming
+    does not model a concurrent abort found by a catalog scan in the middle of a
+    stream (PostgreSQL's ReorderBufferResetTXN): with a warm relcache, as in
+    every fixture, there is none.
 
     The callbacks (``begin``, ``apply_change``, ``commit``, ...) are attributes
     set by the decoding context (logical.py), as PostgreSQL's ``rb->begin`` & co.
@@ -50,10 +77,20 @@ NOTES
     where a scan happens (logical.py, ``catalog_access``); we catch
     ``ConcurrentAbort`` as ReorderBufferProcessTXN's PG_CATCH does.
 
-    Things PostgreSQL does that we do not need yet, and why: internal snapshot and
-    command-id changes are not queued (there is no historic catalog yet: the
-    catalog snapshot describes the whole decoded range); invalidation messages are
-    counted, not executed.
+    DDL (issue 6).  As PostgreSQL, a catalog-modifying transaction's NEW_CID records
+    become INTERNAL_COMMAND_ID changes in its queue and tuple cmin / cmax entries on
+    its top-level txn (``tuplecids``; ReorderBufferBuildTupleCidHash at replay);
+    XACT_INVALIDATIONS records become INVALIDATION changes; the commit of a
+    catalog-modifying transaction queues an INTERNAL_SNAPSHOT change in every running
+    transaction that has a base snapshot (SnapBuildDistributeNewCatalogSnapshot).
+    Replay keeps ``snapshot_now`` / ``command_id`` / ``copied`` exactly as
+    ReorderBufferProcessTXN does and hands them to ``cb_snapshot``
+    (SetupHistoricSnapshot): with a physical catalog the context then looks every
+    relation up in the catalog that historic snapshot sees.  Relcache invalidation
+    messages are executed (``cb_invalidate``) where PostgreSQL executes them (at the
+    INVALIDATION change, after the replay, for forgotten / skipped transactions and
+    for xid-less records): they make the session's cache entries cold again, which
+    decides where a concurrent abort is noticed.  Catcache messages are not modelled.
 
 INVARIANTS
     * ``toplevel_by_lsn`` is ordered by ``first_lsn`` (asserted on insert).
@@ -70,12 +107,13 @@ from __future__ import annotations
 import heapq
 import itertools
 from enum import IntEnum
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import DecodingError, UnknownRelationError
 from ..lsn import InvalidTransactionId, format_lsn, xid_precedes
-from . import _toast
-from ._spill import SpillStore
+from . import _memory, _toast
+from ._memory import DecodingStats
+from ._spill import InMemorySpillStore, SpillStore
 
 
 class ChangeType(IntEnum):
@@ -104,6 +142,8 @@ CHANGE_UPDATE = 1
 CHANGE_DELETE = 2
 CHANGE_MESSAGE = 3
 CHANGE_INVALIDATION = 4
+CHANGE_INTERNAL_SNAPSHOT = 5
+CHANGE_INTERNAL_COMMAND_ID = 6
 CHANGE_INTERNAL_SPEC_INSERT = 8
 CHANGE_INTERNAL_SPEC_CONFIRM = 9
 CHANGE_INTERNAL_SPEC_ABORT = 10
@@ -122,8 +162,10 @@ RBTXN_HAS_STREAMABLE_CHANGE = 0x0100
 
 RELKIND_SEQUENCE = "S"
 
-#: bytes of bookkeeping counted per change (sizeof(ReorderBufferChange) in PG)
-_CHANGE_OVERHEAD = 96
+# RBTXN_IS_COMMITTED / RBTXN_IS_ABORTED (18: the commit log was checked, see
+# check_and_truncate_aborted_txn); the 18 values
+RBTXN_IS_COMMITTED = 0x0200
+RBTXN_IS_ABORTED = 0x0400
 
 
 class ReorderBufferChange:
@@ -182,16 +224,29 @@ class ReorderBufferChange:
         return f"ReorderBufferChange({ChangeType(self.action).name} at {format_lsn(self.lsn)})"
 
 
-def change_size(change: ReorderBufferChange) -> int:
-    """ReorderBufferChangeSize: the memory a change is accounted for."""
-    sz = _CHANGE_OVERHEAD
-    if change.newtuple is not None:
-        sz += len(change.newtuple)
-    if change.oldtuple is not None:
-        sz += len(change.oldtuple)
-    if change.action == CHANGE_MESSAGE:
-        sz += len(change.data[0]) + len(change.data[1])
-    return sz
+def change_size(change: ReorderBufferChange, major: int = 15) -> int:
+    """ReorderBufferChangeSize: the memory a change is accounted for (``_memory.py``)."""
+    return _memory.change_size(change, _memory.layout(major))
+
+
+class Invalidations:
+    """The SharedInvalidationMessages of one record, reduced to what decoding acts on.
+
+    ``len()`` is the number of messages (the memory accounting counts them all);
+    ``relids`` the relations of the relcache messages (0: every relation).
+    """
+
+    __slots__ = ("nmsgs", "relids")
+
+    def __init__(self, nmsgs: int, relids: Tuple[int, ...] = ()) -> None:
+        self.nmsgs = nmsgs
+        self.relids = relids
+
+    def __len__(self) -> int:
+        return self.nmsgs
+
+    def __repr__(self) -> str:
+        return f"Invalidations({self.nmsgs}, relcache {list(self.relids)})"
 
 
 class ReorderBufferTXN:
@@ -228,6 +283,11 @@ class ReorderBufferTXN:
         "toast_hash",
         "output_plugin_private",
         "concurrent_abort",
+        "tuplecids",
+        "inval_relids",
+        "replay_state",
+        "total_size",
+        "snapshot_now",
     )
 
     def __init__(self, xid: int, first_lsn: int) -> None:
@@ -254,6 +314,18 @@ class ReorderBufferTXN:
         self.toast_hash: Optional[Dict[int, _toast.ToastEnt]] = None
         self.output_plugin_private: Any = None
         self.concurrent_abort = False
+        #: size of the txn and all its subtxns (kept on the top-level txn)
+        self.total_size = 0
+        #: ReorderBufferSaveTXNSnapshot was called: the txn was streamed before
+        self.snapshot_now: Any = None
+        #: INTERNAL_TUPLECID entries of the top-level txn (ReorderBufferAddNewTupleCids):
+        #: (spc, db, relnumber, block, offset, cmin, cmax, combocid)
+        self.tuplecids: List[Tuple[int, int, int, int, int, int, int, int]] = []
+        #: relcache invalidations accumulated on the top-level txn (txn->invalidations)
+        self.inval_relids: List[int] = []
+        #: (snapshot_now, command_id, copied) saved at the end of a streaming run
+        #: (ReorderBufferSaveTXNSnapshot): the next run goes on from there
+        self.replay_state: Optional[Tuple[Any, int, bool]] = None
 
     # rbtxn_* macros
     @property
@@ -265,6 +337,11 @@ class ReorderBufferTXN:
     def is_prepared(self) -> bool:
         """rbtxn_is_prepared (rbtxn_prepared before PG18)."""
         return bool(self.txn_flags & RBTXN_IS_PREPARED)
+
+    @property
+    def is_streamed(self) -> bool:
+        """rbtxn_is_streamed."""
+        return bool(self.txn_flags & RBTXN_IS_STREAMED)
 
     @property
     def has_catalog_changes(self) -> bool:
@@ -313,6 +390,8 @@ class ReorderBuffer:
         *,
         spill_store: Optional[SpillStore] = None,
         work_mem: int = 64 * 1024 * 1024,
+        major: int = 15,
+        eviction: str = "largest",
     ) -> None:
         #: xid -> txn (ReorderBuffer.by_txn)
         self.by_txn: Dict[int, ReorderBufferTXN] = {}
@@ -323,7 +402,39 @@ class ReorderBuffer:
         self.current_restart_decoding_lsn = 0
         self.size = 0
         self.work_mem = work_mem
-        self.spill_store = spill_store
+        #: where evicted changes go (``_spill.py``); in memory unless one is given
+        self.spill_store: SpillStore = (spill_store if spill_store is not None
+                                        else InMemorySpillStore())
+        self.major = 15
+        self._layout = _memory.layout(15)
+        self.set_major(major or 15)
+        #: ``largest`` (PostgreSQL) or ``oldest`` (by first_lsn; research)
+        self.eviction = eviction
+        #: pg_stat_replication_slots counters (rb->spillTxns & co.)
+        self.stats = DecodingStats()
+        #: bytes spilled per xid not yet replayed (for total_bytes)
+        self._spilled_bytes: Dict[int, int] = {}
+        #: (spc, db, relnode) -> the same tuple: one int object per locator field
+        self._locators: Dict[Tuple[int, int, int], Tuple[int, int, int]] = {}
+        #: the xids whose abort record is in the supplied WAL (18: "aborted per the
+        #: commit log" at decoding time); None = unknown, nothing is dropped
+        self.aborted_xids: Optional[Set[int]] = None
+        #: ReorderBufferCanStartStreaming's snapshot-builder half (set by the context)
+        self.can_start_streaming: Callable[[], bool] = _true
+        #: LSN of the record being decoded (ctx->reader->ReadRecPtr, for the above)
+        self.read_rec_ptr = 0
+        # stream callbacks (logical.c's stream_*_cb_wrapper)
+        self.cb_stream_start: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_stream_stop: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_stream_abort: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_stream_commit: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_stream_prepare: Callable[[ReorderBufferTXN, int], None] = _noop2
+        self.cb_stream_change: Callable[
+            [ReorderBufferTXN, Any, ReorderBufferChange], None] = _noop3
+        self.cb_stream_truncate: Callable[
+            [ReorderBufferTXN, List[Any], ReorderBufferChange], None] = _noop3
+        self.cb_stream_message: Callable[
+            [Optional[ReorderBufferTXN], int, bool, bytes, bytes], None] = _noop5
         self.output_rewrites = False
         #: the plugin asked for streaming (ctx->streaming); see check_memory_limit
         self.streaming_requested = False
@@ -349,6 +460,12 @@ class ReorderBuffer:
         self.cb_set_check_xid: Callable[[int], None] = _noop1
         #: a relcache / syscache access that may need a catalog scan
         self.cb_catalog_access: Callable[[Any], None] = _noop1
+        #: executing relcache invalidations (relids; 0 = all): the session's caches
+        self.cb_invalidate: Callable[[Sequence[int]], None] = _noop1
+        #: SetupHistoricSnapshot(snapshot, txn, command_id, copied): the historic
+        #: catalog snapshot changes (start of replay, INTERNAL_SNAPSHOT,
+        #: INTERNAL_COMMAND_ID); None as snapshot = TeardownHistoricSnapshot
+        self.cb_snapshot: Callable[[Any, Optional[ReorderBufferTXN], int, bool], None] = _noop4
 
     # ------------------------------------------------------------------------------
     # transaction lookup
@@ -391,28 +508,56 @@ class ReorderBuffer:
     # queueing
     # ------------------------------------------------------------------------------
 
-    def queue_change(self, xid: int, lsn: int, change: ReorderBufferChange) -> None:
-        """ReorderBufferQueueChange: append a change to its (sub)transaction."""
+    def queue_change(self, xid: int, lsn: int, change: ReorderBufferChange,
+                     toast_insert: bool = False) -> None:
+        """ReorderBufferQueueChange: append a change to its (sub)transaction.
+
+        ``toast_insert``: the change inserts a TOAST chunk (XLH_INSERT_ON_TOAST_RELATION),
+        a partial change until its main tuple follows (streaming only).
+        """
         txn = self.by_txn_last_txn if xid == self.by_txn_last_xid else None
         if txn is None:
             txn = self.txn_by_xid(xid, True, lsn, True)
             assert txn is not None
+        if txn.txn_flags & RBTXN_IS_ABORTED:
+            # 18: found aborted when it was to be evicted; later changes are dropped
+            return
+        action = change.action
+        top = txn.toptxn if txn.toptxn is not None else txn
+        if action <= CHANGE_MESSAGE or action == CHANGE_INTERNAL_SPEC_INSERT \
+                or action == CHANGE_TRUNCATE:
+            top.txn_flags |= RBTXN_HAS_STREAMABLE_CHANGE
         change.lsn = lsn
+        self.read_rec_ptr = lsn
         txn.changes.append(change)
         txn.nentries += 1
         txn.nentries_mem += 1
-        # ReorderBufferChangeSize, inlined
-        sz = _CHANGE_OVERHEAD
-        if change.newtuple is not None:
-            sz += len(change.newtuple)
-        if change.oldtuple is not None:
-            sz += len(change.oldtuple)
-        if change.data is not None and change.action == CHANGE_MESSAGE:
-            sz += len(change.data[0]) + len(change.data[1])
+        # ReorderBufferChangeSize (see _memory.py), inlined for row changes
+        if action <= CHANGE_DELETE:
+            # share one set of RelFileLocator ints among a relation's changes: 56 bytes
+            # less per change held in memory
+            key = (change.spc, change.db, change.relnode)
+            shared = self._locators.get(key)
+            if shared is None:
+                self._locators[key] = key
+            else:
+                change.spc, change.db, change.relnode = shared
+            sz = self._layout.change
+            tup = change.newtuple
+            if tup is not None:
+                sz += self._tuple_overhead + len(tup)
+            tup = change.oldtuple
+            if tup is not None:
+                sz += self._tuple_overhead + len(tup)
+        else:
+            sz = _memory.change_size(change, self._layout)
+        # ReorderBufferChangeMemoryUpdate
         txn.size += sz
+        top.total_size += sz
         self.size += sz
-        if self.size >= self.work_mem and (self.spill_store is not None
-                                           or self.streaming_requested):
+        if self.streaming_requested:
+            self._process_partial_change(txn, top, change, toast_insert)
+        if self.size >= self.work_mem:
             self.check_memory_limit()
 
     def queue_message(
@@ -433,11 +578,59 @@ class ReorderBuffer:
                 txn = self.txn_by_xid(xid, True, lsn, True)
             self.cb_message(txn, lsn, False, prefix, message)
 
-    def add_invalidations(self, xid: int, lsn: int, nmsgs: int) -> None:
-        """ReorderBufferAddInvalidations: remember a txn's invalidation messages."""
+    def add_invalidations(self, xid: int, lsn: int, nmsgs: Any) -> None:
+        """ReorderBufferAddInvalidations: remember a txn's invalidation messages.
+
+        As PostgreSQL 14+, the messages are also queued as an INVALIDATION change at
+        the record's position (executed there at replay: the historic catalog is
+        looked up afresh after it, see ``_process_changes``).
+        """
+        invals = nmsgs if isinstance(nmsgs, Invalidations) else Invalidations(int(nmsgs))
         txn = self.txn_by_xid(xid, True, lsn, True)
         assert txn is not None
-        txn.ninvalidations += nmsgs
+        top = txn.toptxn if txn.toptxn is not None else txn
+        top.ninvalidations += invals.nmsgs
+        top.inval_relids.extend(invals.relids)
+        self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INVALIDATION, data=invals))
+
+    def get_invalidations(self, xid: int) -> Invalidations:
+        """ReorderBufferGetInvalidations: the messages accumulated on xid's top txn."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return Invalidations(0)
+        top = txn.toptxn if txn.toptxn is not None else txn
+        return Invalidations(top.ninvalidations, tuple(top.inval_relids))
+
+    def add_distributed_invalidations(self, xid: int, lsn: int,
+                                      invals: Invalidations) -> None:
+        """Another transaction's invalidations handed to a running one at its commit.
+
+        15-17 (ReorderBufferAddInvalidations): they join the receiver's own, so its
+        own distribution later carries them on.  18
+        (ReorderBufferAddDistributedInvalidations): kept apart, only queued.
+        """
+        if self.major < 18:
+            self.add_invalidations(xid, lsn, invals)
+            return
+        self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INVALIDATION, data=invals))
+
+    def immediate_invalidation(self, invals: Invalidations) -> None:
+        """ReorderBufferImmediateInvalidation: messages of no transaction, run now."""
+        if invals.relids:
+            self.cb_invalidate(invals.relids)
+
+    def _execute_txn_invalidations(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferExecuteInvalidations(txn->invalidations)."""
+        if txn.inval_relids:
+            self.cb_invalidate(txn.inval_relids)
+
+    def add_new_command_id(self, xid: int, lsn: int, cid: int) -> None:
+        """ReorderBufferAddNewCommandId: an INTERNAL_COMMAND_ID change."""
+        self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INTERNAL_COMMAND_ID, data=cid))
+
+    def add_snapshot(self, xid: int, lsn: int, snap: Any) -> None:
+        """ReorderBufferAddSnapshot: an INTERNAL_SNAPSHOT change (a new catalog snapshot)."""
+        self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INTERNAL_SNAPSHOT, data=snap))
 
     def xid_set_catalog_changes(self, xid: int, lsn: int) -> None:
         """ReorderBufferXidSetCatalogChanges (the top-level txn is marked too)."""
@@ -452,9 +645,24 @@ class ReorderBuffer:
         txn = self.txn_by_xid(xid, False)
         return txn is not None and txn.has_catalog_changes
 
-    def add_new_tuple_cids(self, top_xid: int, lsn: int) -> None:
-        """ReorderBufferAddNewTupleCids: only its effect of creating the top txn."""
-        self.txn_by_xid(top_xid, True, lsn, True)
+    def add_new_tuple_cids(
+        self,
+        top_xid: int,
+        lsn: int,
+        locator: Tuple[int, int, int] = (0, 0, 0),
+        tid: Tuple[int, int] = (0, 0),
+        cmin: int = 0,
+        cmax: int = 0,
+        combocid: int = 0xFFFFFFFF,
+    ) -> None:
+        """ReorderBufferAddNewTupleCids: remember a catalog tuple's cmin / cmax.
+
+        Kept on the top-level transaction (not in its change queue), as PostgreSQL.
+        """
+        txn = self.txn_by_xid(top_xid, True, lsn, True)
+        assert txn is not None
+        txn.tuplecids.append((locator[0], locator[1], locator[2], tid[0], tid[1], cmin, cmax,
+                              combocid))
 
     # ------------------------------------------------------------------------------
     # base snapshots
@@ -555,6 +763,11 @@ class ReorderBuffer:
         txn.xact_time = commit_time
         txn.origin_id = origin_id
         txn.origin_lsn = origin_lsn
+        if txn.is_streamed:
+            self.stream_commit(txn)
+            return
+        if txn.base_snapshot is not None:
+            self._count_total(txn)
         if txn.base_snapshot is None:
             # no change that needed decoding: nothing to send
             if not txn.is_prepared:
@@ -568,6 +781,8 @@ class ReorderBuffer:
         if txn is None:
             return
         txn.xact_time = abort_time
+        if txn.is_streamed:
+            self.cb_stream_abort(txn, lsn)
         txn.final_lsn = lsn
         self.cleanup_txn(txn)
 
@@ -591,12 +806,20 @@ class ReorderBuffer:
         txn = self.txn_by_xid(xid, False)
         if txn is None:
             return
+        if txn.is_streamed:
+            self.cb_stream_abort(txn, lsn)
+        if txn.base_snapshot is not None and txn.ninvalidations > 0:
+            self._execute_txn_invalidations(txn)
         txn.final_lsn = lsn
         self.cleanup_txn(txn)
 
     def invalidate(self, xid: int, lsn: int) -> None:
-        """ReorderBufferInvalidate: run a skipped prepared txn's invalidations (no-op)."""
-        return
+        """ReorderBufferInvalidate: run a skipped prepared txn's invalidations."""
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        if txn.base_snapshot is not None and txn.ninvalidations > 0:
+            self._execute_txn_invalidations(txn)
 
     def cleanup_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferCleanupTXN: forget a txn, its subtxns and its spilled data."""
@@ -616,28 +839,29 @@ class ReorderBuffer:
             else:
                 self.toplevel_by_lsn.pop(txn.xid, None)
         self.by_txn.pop(txn.xid, None)
+        self._spilled_bytes.pop(txn.xid, None)
         if self.by_txn_last_xid == txn.xid:
             self.by_txn_last_xid = InvalidTransactionId
             self.by_txn_last_txn = None
-        self.size -= txn.size
-        assert self.size >= 0
-        txn.size = 0
-        if txn.txn_flags & RBTXN_IS_SERIALIZED and self.spill_store is not None:
+        self._mem_release(txn)
+        if txn.txn_flags & RBTXN_IS_SERIALIZED:
             self.spill_store.discard(txn.xid)
         txn.changes = []
         txn.toast_hash = None
+        txn.tuplecids = []
+        txn.inval_relids = []
 
     def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferTruncateTXN (txn_prepared): drop the changes, keep the txn."""
         for t in [txn] + txn.subtxns:
-            self.size -= t.size
-            t.size = 0
+            self._mem_release(t)
             t.changes = []
             t.nentries = 0
             t.nentries_mem = 0
-            if t.txn_flags & RBTXN_IS_SERIALIZED and self.spill_store is not None:
+            if t.txn_flags & RBTXN_IS_SERIALIZED:
                 self.spill_store.discard(t.xid)
                 t.txn_flags &= ~RBTXN_IS_SERIALIZED
+                t.txn_flags |= RBTXN_IS_SERIALIZED_CLEAR
         txn.toast_hash = None
 
     # ------------------------------------------------------------------------------
@@ -727,43 +951,246 @@ class ReorderBuffer:
     # memory accounting / spill
     # ------------------------------------------------------------------------------
 
-    def check_memory_limit(self) -> None:
-        """ReorderBufferCheckMemoryLimit: spill the largest txn while over work_mem.
+    def set_major(self, major: int) -> None:
+        """Use ``major``'s struct sizes for ReorderBufferChangeSize (``_memory.py``)."""
+        self.major = major
+        self._layout = _memory.layout(major)
+        self._tuple_overhead = self._layout.heap_tuple_data + _memory.TUPLE_LEN_DELTA
 
-        With streaming asked for (``stream-changes``), PostgreSQL would now stream
-        the largest transaction instead; that is not implemented, so we stop with
-        a clear error rather than print something PostgreSQL would not.
+    def _mem_release(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferChangeMemoryUpdate (subtraction) of all of txn's in-memory bytes."""
+        sz = txn.size
+        if sz:
+            top = txn.toptxn if txn.toptxn is not None else txn
+            top.total_size = max(0, top.total_size - sz)
+            self.size -= sz
+            assert self.size >= 0
+            txn.size = 0
+
+    def _process_partial_change(self, txn: ReorderBufferTXN, top: ReorderBufferTXN,
+                                change: ReorderBufferChange, toast_insert: bool) -> None:
+        """ReorderBufferProcessPartialChange (only called when the plugin streams)."""
+        action = change.action
+        flags = top.txn_flags
+        if toast_insert:
+            flags |= RBTXN_HAS_PARTIAL_CHANGE
+        elif (flags & RBTXN_HAS_PARTIAL_CHANGE and action in (CHANGE_INSERT, CHANGE_UPDATE)
+              and change.clear_toast_afterwards):
+            flags &= ~RBTXN_HAS_PARTIAL_CHANGE
+        if action == CHANGE_INTERNAL_SPEC_INSERT:
+            flags |= RBTXN_HAS_PARTIAL_CHANGE
+        elif flags & RBTXN_HAS_PARTIAL_CHANGE and action in (CHANGE_INTERNAL_SPEC_CONFIRM,
+                                                             CHANGE_INTERNAL_SPEC_ABORT):
+            flags &= ~RBTXN_HAS_PARTIAL_CHANGE
+        top.txn_flags = flags
+        # a txn serialized because of an incomplete change is streamed once complete
+        if (not flags & RBTXN_HAS_PARTIAL_CHANGE and txn.txn_flags & RBTXN_IS_SERIALIZED
+                and flags & RBTXN_HAS_STREAMABLE_CHANGE and self.can_start_streaming()):
+            self.stream_txn(top)
+
+    def check_memory_limit(self) -> None:
+        """ReorderBufferCheckMemoryLimit: evict transactions while over work_mem.
+
+        Streams the largest streamable top-level transaction when the plugin streams
+        and streaming can start; otherwise spills the largest (sub)transaction
+        (``eviction='largest'``, PostgreSQL's rule) or the oldest top-level one
+        (``eviction='oldest'``).  On 18 a transaction found aborted is truncated
+        instead (``check_and_truncate_aborted_txn``).
         """
-        if self.streaming_requested:
-            raise DecodingError(
-                "a transaction exceeds logical_decoding_work_mem (%d bytes) with "
-                "stream-changes on: streaming of in-progress transactions is not "
-                "implemented yet" % self.work_mem
-            )
-        store = self.spill_store
-        if store is None:
-            return
+        check_aborted = self.major >= 18
         while self.size >= self.work_mem:
-            largest = None
-            for t in self.by_txn.values():
-                if t.nentries_mem and (largest is None or t.size > largest.size):
-                    largest = t
-            if largest is None:
+            before = self.size
+            txn = None
+            if self.streaming_requested and self.can_start_streaming():
+                txn = self._largest_streamable_top_txn()
+            if txn is not None:
+                if check_aborted and self.check_and_truncate_aborted_txn(txn):
+                    continue
+                self.stream_txn(txn)
+            else:
+                txn = self._txn_to_evict()
+                if txn is None:
+                    return
+                if check_aborted and self.check_and_truncate_aborted_txn(txn):
+                    continue
+                self.serialize_txn(txn)
+            if self.size >= before:  # nothing could be evicted (PostgreSQL asserts)
                 return
-            self.serialize_txn(largest)
+
+    def _txn_to_evict(self) -> Optional[ReorderBufferTXN]:
+        """ReorderBufferLargestTXN (15, 16: a scan; 17+: the max-heap ``txn_heap``,
+        same choice), or with ``eviction='oldest'`` the oldest top-level txn that
+        holds changes in memory."""
+        if self.eviction == "oldest":
+            for top in self.toplevel_by_lsn.values():
+                if top.total_size > 0:
+                    return top
+        largest: Optional[ReorderBufferTXN] = None
+        for t in self.by_txn.values():
+            if largest is None or t.size > largest.size:
+                largest = t
+        if largest is None or largest.size == 0:
+            return None
+        return largest
+
+    def _largest_streamable_top_txn(self) -> Optional[ReorderBufferTXN]:
+        """ReorderBufferLargestStreamableTopTXN (ReorderBufferLargestTopTXN on 15).
+
+        Top-level txns with a base snapshot, in base_snapshot_lsn order
+        (txns_by_base_snapshot_lsn); the first of the largest ``total_size`` that
+        has no partial change and has a streamable change.
+        """
+        cands = [t for t in self.toplevel_by_lsn.values() if t.base_snapshot is not None]
+        cands.sort(key=_base_snapshot_lsn)
+        largest: Optional[ReorderBufferTXN] = None
+        for t in cands:
+            if ((largest is None or t.total_size > largest.total_size) and t.total_size > 0
+                    and not t.txn_flags & RBTXN_HAS_PARTIAL_CHANGE
+                    and t.txn_flags & RBTXN_HAS_STREAMABLE_CHANGE):
+                largest = t
+        return largest
+
+    def check_and_truncate_aborted_txn(self, txn: ReorderBufferTXN) -> bool:
+        """ReorderBufferCheckAndTruncateAbortedTXN (18).
+
+        PostgreSQL asks the commit log at decoding time.  Our model: a decode that
+        runs after all the supplied WAL was written, so a transaction is aborted
+        iff its abort record (or its top-level transaction's, listing it) is in the
+        supplied WAL (``aborted_xids``); anything else counts as not aborted.
+        """
+        if txn.txn_flags & RBTXN_IS_ABORTED:
+            return True
+        if self.aborted_xids is None or txn.xid not in self.aborted_xids:
+            return False
+        # ReorderBufferTruncateTXN(rb, txn, prepared): the changes go, the txn is not
+        # marked streamed (it never was sent)
+        for t in [txn] + txn.subtxns:
+            self._mem_release(t)
+            t.changes = []
+            t.nentries = 0
+            t.nentries_mem = 0
+            if t.txn_flags & RBTXN_IS_SERIALIZED:
+                self.spill_store.discard(t.xid)
+                t.txn_flags &= ~RBTXN_IS_SERIALIZED
+                t.txn_flags |= RBTXN_IS_SERIALIZED_CLEAR
+        txn.toast_hash = None
+        txn.txn_flags |= RBTXN_IS_ABORTED
+        return True
 
     def serialize_txn(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferSerializeTXN: move a txn's in-memory changes to the store."""
-        store = self.spill_store
-        assert store is not None
-        if txn.changes:
-            store.append(txn.xid, txn.changes)
-        txn.txn_flags |= RBTXN_IS_SERIALIZED
-        self.size -= txn.size
-        assert self.size >= 0
-        txn.size = 0
+        """ReorderBufferSerializeTXN: move a txn's (and its subtxns') in-memory
+        changes to the spill store, counting spill_txns / spill_count / spill_bytes."""
+        for sub in txn.subtxns:
+            self.serialize_txn(sub)
+        changes = txn.changes
+        if changes:
+            size = txn.size
+            self.spill_store.append(txn.xid, changes)
+            st = self.stats
+            st.spill_count += 1
+            st.spill_bytes += size
+            if not txn.txn_flags & (RBTXN_IS_SERIALIZED | RBTXN_IS_SERIALIZED_CLEAR):
+                st.spill_txns += 1
+            self._spilled_bytes[txn.xid] = self._spilled_bytes.get(txn.xid, 0) + size
+        self._mem_release(txn)
         txn.changes = []
         txn.nentries_mem = 0
+        txn.txn_flags |= RBTXN_IS_SERIALIZED
+
+    def _count_total(self, txn: ReorderBufferTXN) -> None:
+        """total_txns / total_bytes of a transaction sent whole (approximately
+        PostgreSQL's: every byte it held, in memory or spilled)."""
+        st = self.stats
+        if not txn.is_streamed:
+            st.total_txns += 1
+        nbytes = 0
+        for t in [txn] + txn.subtxns:
+            nbytes += t.size + self._spilled_bytes.pop(t.xid, 0)
+        st.total_bytes += nbytes
+
+    # ------------------------------------------------------------------------------
+    # streaming (ReorderBufferStreamTXN & co.)
+    # ------------------------------------------------------------------------------
+
+    def stream_txn(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferStreamTXN: send what a top-level txn holds as one stream block."""
+        if txn.snapshot_now is None:
+            for sub in txn.subtxns:
+                self._transfer_snap_to_parent(txn, sub)
+            if txn.base_snapshot is None:
+                return
+        txn_is_streamed = txn.is_streamed
+        stream_bytes = txn.total_size
+        self._process_streamed(txn)
+        st = self.stats
+        st.stream_count += 1
+        st.stream_bytes += stream_bytes
+        if not txn_is_streamed:
+            st.stream_txns += 1
+
+    def _process_streamed(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferProcessTXN(streaming=true): stream_start at the first change,
+        the changes through the stream callbacks, stream_stop at the last one; then
+        ReorderBufferTruncateTXN and ReorderBufferSaveTXNSnapshot."""
+        state = [0, 0]  # last lsn, started
+
+        set_check = self.cb_set_check_xid
+
+        def changes() -> Iterator[ReorderBufferChange]:
+            for c, owner in self._iter_txn_owned(txn):
+                # SetupCheckXidLive(change->txn->xid): the change's own (sub)transaction
+                set_check(owner)
+                if not state[1]:
+                    txn.origin_id = c.origin_id
+                    self.cb_stream_start(txn, c.lsn)
+                    state[1] = 1
+                state[0] = c.lsn
+                yield c
+
+        saved = (self.cb_apply_change, self.cb_apply_truncate, self.cb_message)
+        self.cb_apply_change = self.cb_stream_change
+        self.cb_apply_truncate = self.cb_stream_truncate
+        self.cb_message = self.cb_stream_message
+        try:
+            self._process_changes(txn, False, changes())
+        except ConcurrentAbort:
+            # a (sub)transaction of this run was rolled back by the time of decoding:
+            # ReorderBufferResetTXN -- what is left of the run is discarded, the
+            # stream stops at the change that noticed it
+            if not state[1]:
+                raise
+        finally:
+            self.cb_apply_change, self.cb_apply_truncate, self.cb_message = saved
+            set_check(0)
+        if state[1]:
+            self.cb_stream_stop(txn, state[0])
+        self._count_total(txn)
+        # ReorderBufferTruncateTXN(txn_prepared=false)
+        for t in txn.subtxns + [txn]:
+            mark = t is txn or t.nentries_mem != 0
+            self._mem_release(t)
+            t.changes = []
+            if mark:
+                t.txn_flags |= RBTXN_IS_STREAMED
+            if t.txn_flags & RBTXN_IS_SERIALIZED:
+                self.spill_store.discard(t.xid)
+                t.txn_flags &= ~RBTXN_IS_SERIALIZED
+                t.txn_flags |= RBTXN_IS_SERIALIZED_CLEAR
+            t.nentries_mem = 0
+            t.nentries = 0
+        txn.toast_hash = None
+        txn.snapshot_now = txn.base_snapshot if txn.base_snapshot is not None else True
+
+    def stream_commit(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferStreamCommit: stream the rest, then stream_commit (or
+        stream_prepare for a transaction decoded at PREPARE)."""
+        self.stream_txn(txn)
+        if txn.is_prepared:
+            self.cb_stream_prepare(txn, txn.final_lsn)
+            self._truncate_txn(txn)
+        else:
+            self.cb_stream_commit(txn, txn.final_lsn)
+            self.cleanup_txn(txn)
 
     # ------------------------------------------------------------------------------
     # replay
@@ -776,8 +1203,20 @@ class ReorderBuffer:
             return itertools.chain(spilled, list(txn.changes))
         return iter(list(txn.changes))
 
+    def _serialize_remaining(self, txn: ReorderBufferTXN) -> None:
+        """ReorderBufferIterTXNInit's "serialize remaining changes": a (sub)txn that was
+        spilled before has what it still holds in memory spilled too before the merge
+        (counted in spill_count / spill_bytes, as PostgreSQL counts it); serializing the
+        top-level txn takes its subtxns along."""
+        if txn.nentries > 0 and txn.txn_flags & RBTXN_IS_SERIALIZED:
+            self.serialize_txn(txn)
+        for sub in txn.subtxns:
+            if sub.nentries > 0 and sub.txn_flags & RBTXN_IS_SERIALIZED:
+                self.serialize_txn(sub)
+
     def iter_txn(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
         """ReorderBufferIterTXNInit / Next: all changes of txn and subtxns by LSN."""
+        self._serialize_remaining(txn)
         streams = []
         if txn.nentries > 0:
             streams.append(txn)
@@ -790,6 +1229,19 @@ class ReorderBuffer:
             return self._stream(streams[0])
         return heapq.merge(*[self._stream(t) for t in streams], key=_change_lsn)
 
+    def _iter_txn_owned(self, txn: ReorderBufferTXN
+                        ) -> Iterator[Tuple[ReorderBufferChange, int]]:
+        """iter_txn with the xid of the (sub)transaction each change belongs to."""
+        streams = [t for t in [txn] + txn.subtxns if t.nentries > 0]
+
+        def tagged(t: ReorderBufferTXN) -> Iterator[Tuple[int, int, ReorderBufferChange]]:
+            xid = t.xid
+            for c in self._stream(t):
+                yield c.lsn, xid, c
+
+        for _lsn, xid, change in heapq.merge(*[tagged(t) for t in streams], key=_first3):
+            yield change, xid
+
     def _iter_txn_check_xid(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
         """iter_txn for a transaction decoded at PREPARE: SetupCheckXidLive per change.
 
@@ -797,6 +1249,7 @@ class ReorderBuffer:
         prepared -- only the top-level txn is -- so changes of subtransactions keep
         the value the last top-level change set (none at first).
         """
+        self._serialize_remaining(txn)
         streams = [t for t in [txn] + txn.subtxns if t.nentries > 0]
 
         def tagged(t: ReorderBufferTXN) -> Iterator[Tuple[int, bool, ReorderBufferChange]]:
@@ -829,10 +1282,14 @@ class ReorderBuffer:
             self._process_changes(txn, prepared)
         except ConcurrentAbort:
             txn.concurrent_abort = True
+            self.cb_snapshot(None, None, 0, False)
+            self._execute_txn_invalidations(txn)
             self.cb_set_check_xid(0)
             txn.toast_hash = None
             self._truncate_txn(txn)
             return
+        self.cb_snapshot(None, None, 0, False)
+        self._execute_txn_invalidations(txn)
         self.cb_set_check_xid(0)
         txn.toast_hash = None
         if prepared:
@@ -842,87 +1299,126 @@ class ReorderBuffer:
             self.cb_commit(txn, commit_lsn)
             self.cleanup_txn(txn)
 
-    def _process_changes(self, txn: ReorderBufferTXN, prepared: bool) -> None:
-        """The change loop of ReorderBufferProcessTXN."""
+    def _process_changes(self, txn: ReorderBufferTXN, prepared: bool,
+                         stream: Optional[Iterator[ReorderBufferChange]] = None) -> None:
+        """The change loop of ReorderBufferProcessTXN (``stream``: the changes of a
+        streaming run, see ``_process_streamed``)."""
         rel_cache: Dict[Tuple[int, int, int], Any] = {}
         specinsert: Optional[ReorderBufferChange] = None
         prev_lsn = 0
         rel_by_filenode = self.relation_by_filenode
+        # the historic snapshot (SetupHistoricSnapshot): the base snapshot, not copied
+        snapshot_now = txn.base_snapshot
+        # a streaming run always starts from a copy (ReorderBufferStreamTXN)
+        copied = stream is not None
+        command_id = 0  # FirstCommandId
+        if stream is not None and txn.replay_state is not None:
+            snapshot_now, command_id, copied = txn.replay_state
+        set_snapshot = self.cb_snapshot
+        set_snapshot(snapshot_now, txn, command_id, copied)
         changes = self._iter_txn_check_xid(txn) if prepared else self.iter_txn(txn)
-        for change in changes:
-            assert prev_lsn <= change.lsn, "replay went backwards"
-            prev_lsn = change.lsn
-            action = change.action
-            if action == CHANGE_INTERNAL_SPEC_CONFIRM:
-                if specinsert is None:
-                    raise DecodingError(
-                        "invalid ordering of speculative insertion changes", lsn=change.lsn
-                    )
-                change = specinsert
-                change.action = action = CHANGE_INSERT
-            if action <= CHANGE_DELETE:
-                key = (change.spc, change.db, change.relnode)
-                if key in rel_cache:
-                    relation = rel_cache[key]
-                else:
-                    relation = rel_by_filenode(change.spc, change.db, change.relnode, change.lsn)
-                    rel_cache[key] = relation
-                if relation is None:
-                    if change.newtuple is not None or change.oldtuple is not None:
-                        raise UnknownRelationError(
-                            f'could not map filenumber "{change.spc}/{change.db}/'
-                            f'{change.relnode}" to a relation of the catalog snapshot',
-                            lsn=change.lsn,
-                            xid=txn.xid,
+        if stream is not None:
+            changes = stream
+        try:
+            for change in changes:
+                assert prev_lsn <= change.lsn, "replay went backwards"
+                prev_lsn = change.lsn
+                action = change.action
+                if action == CHANGE_INTERNAL_SPEC_CONFIRM:
+                    if specinsert is None:
+                        raise DecodingError(
+                            "invalid ordering of speculative insertion changes", lsn=change.lsn
                         )
-                elif (
-                    not relation.is_logically_logged
-                    or (relation.relrewrite and not self.output_rewrites)
-                    or relation.relkind == RELKIND_SEQUENCE
-                ):
-                    pass
-                elif not relation.is_toast:
-                    # ReorderBufferToastReplace: only the new tuple (old keys are
-                    # always flattened by the server)
-                    if txn.toast_hash and _toast.tuple_has_external(change.newtuple):
-                        self.cb_catalog_access(("rel", relation.reltoastrelid))
-                        change.newvals = _toast.toast_replace(
-                            txn.toast_hash, relation, change.newtuple  # type: ignore[arg-type]
-                        )
-                    self.cb_apply_change(txn, relation, change)
-                    if change.clear_toast_afterwards:
-                        txn.toast_hash = None
-                elif action == CHANGE_INSERT:
-                    if txn.toast_hash is None:
-                        txn.toast_hash = {}
-                    assert change.newtuple is not None
-                    _toast.toast_append_chunk(txn.toast_hash, relation, change.newtuple)
-                specinsert = None
-            elif action == CHANGE_INTERNAL_SPEC_INSERT:
-                specinsert = change
-            elif action == CHANGE_INTERNAL_SPEC_ABORT:
-                if specinsert is not None:
-                    txn.toast_hash = None
+                    change = specinsert
+                    change.action = action = CHANGE_INSERT
+                if action <= CHANGE_DELETE:
+                    key = (change.spc, change.db, change.relnode)
+                    if key in rel_cache:
+                        relation = rel_cache[key]
+                    else:
+                        relation = rel_by_filenode(change.spc, change.db, change.relnode,
+                                                   change.lsn)
+                        rel_cache[key] = relation
+                    if relation is None:
+                        if change.newtuple is not None or change.oldtuple is not None:
+                            raise UnknownRelationError(
+                                f'could not map filenumber "{change.spc}/{change.db}/'
+                                f'{change.relnode}" to a relation of the catalog snapshot',
+                                lsn=change.lsn,
+                                xid=txn.xid,
+                            )
+                    elif (
+                        not relation.is_logically_logged
+                        or (relation.relrewrite and not self.output_rewrites)
+                        or relation.relkind == RELKIND_SEQUENCE
+                    ):
+                        pass
+                    elif not relation.is_toast:
+                        # ReorderBufferToastReplace: only the new tuple (old keys are
+                        # always flattened by the server)
+                        if txn.toast_hash and _toast.tuple_has_external(change.newtuple):
+                            self.cb_catalog_access(("rel", relation.reltoastrelid))
+                            change.newvals = _toast.toast_replace(
+                                txn.toast_hash, relation, change.newtuple  # type: ignore[arg-type]
+                            )
+                        self.cb_apply_change(txn, relation, change)
+                        if change.clear_toast_afterwards:
+                            txn.toast_hash = None
+                    elif action == CHANGE_INSERT:
+                        if txn.toast_hash is None:
+                            txn.toast_hash = {}
+                        assert change.newtuple is not None
+                        _toast.toast_append_chunk(txn.toast_hash, relation, change.newtuple)
                     specinsert = None
-            elif action == CHANGE_TRUNCATE:
-                relids, _restart, _cascade = change.data
-                relations = []
-                for relid in relids:
-                    rel = self.relation_by_oid(relid, change.lsn)
-                    if rel is None:
-                        raise UnknownRelationError(
-                            f"could not open relation with OID {relid}",
-                            lsn=change.lsn,
-                            xid=txn.xid,
-                        )
-                    if not rel.is_logically_logged:
-                        continue
-                    relations.append(rel)
-                self.cb_apply_truncate(txn, relations, change)
-            elif action == CHANGE_MESSAGE:
-                prefix, message = change.data
-                self.cb_message(txn, change.lsn, True, prefix, message)
-            # INVALIDATION and INTERNAL_*: nothing to send
+                elif action == CHANGE_INTERNAL_SPEC_INSERT:
+                    specinsert = change
+                elif action == CHANGE_INTERNAL_SPEC_ABORT:
+                    if specinsert is not None:
+                        txn.toast_hash = None
+                        specinsert = None
+                elif action == CHANGE_TRUNCATE:
+                    relids, _restart, _cascade = change.data
+                    relations = []
+                    for relid in relids:
+                        rel = self.relation_by_oid(relid, change.lsn)
+                        if rel is None:
+                            raise UnknownRelationError(
+                                f"could not open relation with OID {relid}",
+                                lsn=change.lsn,
+                                xid=txn.xid,
+                            )
+                        if not rel.is_logically_logged:
+                            continue
+                        relations.append(rel)
+                    self.cb_apply_truncate(txn, relations, change)
+                elif action == CHANGE_MESSAGE:
+                    prefix, message = change.data
+                    self.cb_message(txn, change.lsn, True, prefix, message)
+                elif action == CHANGE_INTERNAL_COMMAND_ID:
+                    if command_id < change.data:
+                        command_id = change.data
+                        copied = True  # ReorderBufferCopySnap: own xids, this command id
+                        set_snapshot(snapshot_now, txn, command_id, copied)
+                        rel_cache.clear()
+                elif action == CHANGE_INTERNAL_SNAPSHOT:
+                    # a catalog-modifying transaction committed meanwhile: its snapshot,
+                    # copied with our xids and command id when ours was
+                    snapshot_now = change.data
+                    set_snapshot(snapshot_now, txn, command_id, copied)
+                    rel_cache.clear()
+                elif action == CHANGE_INVALIDATION:
+                    # ReorderBufferExecuteInvalidations: relcache entries are rebuilt
+                    rel_cache.clear()
+                    if change.data.relids:
+                        self.cb_invalidate(change.data.relids)
+                # INTERNAL_TUPLECID never enters the change queue
+        except ConcurrentAbort:
+            if stream is not None:
+                # ReorderBufferResetTXN -> ReorderBufferSaveTXNSnapshot
+                txn.replay_state = (snapshot_now, command_id, copied)
+            raise
+        if stream is not None:
+            txn.replay_state = (snapshot_now, command_id, copied)
 
     # ------------------------------------------------------------------------------
     # inspection
@@ -943,6 +1439,14 @@ def _change_lsn(change: ReorderBufferChange) -> int:
     return change.lsn
 
 
+def _base_snapshot_lsn(txn: ReorderBufferTXN) -> int:
+    return txn.base_snapshot_lsn
+
+
+def _true() -> bool:
+    return True
+
+
 def _first(t: Tuple[int, bool, ReorderBufferChange]) -> int:
     return t[0]
 
@@ -956,6 +1460,14 @@ def _noop2(a: Any, b: Any) -> None:
 
 
 def _noop3(a: Any, b: Any, c: Any) -> None:
+    return None
+
+
+def _first3(t: Tuple[int, int, ReorderBufferChange]) -> int:
+    return t[0]
+
+
+def _noop4(a: Any, b: Any, c: Any, d: Any) -> None:
     return None
 
 

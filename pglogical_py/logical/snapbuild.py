@@ -64,9 +64,13 @@ NOTES
     checkpoint or end-of-recovery record is also a serialization point
     (SnapBuildSerializationPoint).
 
-    The historic MVCC snapshot itself (``SnapBuildBuildSnapshot``) is reduced to what
-    the reorder buffer needs now: an object with xmin, xmax and the committed
-    catalog-modifying xids.  The catalog snapshot file answers catalog questions.
+    The historic MVCC snapshot itself (``SnapBuildBuildSnapshot``) is an object with
+    xmin, xmax and the committed catalog-modifying xids (``xip``); the reorder buffer
+    adds the transaction's own xids and command id at replay (ReorderBufferCopySnap)
+    and the physical catalog (catalog/physical.py) answers catalog questions with it
+    (HeapTupleSatisfiesHistoricMVCC).  NEW_CID records (SnapBuildProcessNewCid) queue
+    the command ids and tuple cids; a catalog-modifying commit builds a new snapshot
+    and distributes it to the running transactions.
 
 INVARIANTS
     * ``committed_xids`` is kept sorted (by raw uint32 value) and unique.
@@ -377,13 +381,37 @@ class SnapBuild:
             reorder.set_base_snapshot(xid, lsn, self.snapshot)
         return True
 
-    def process_new_cid(self, xid: int, lsn: int, top_xid: int, cmin: int, cmax: int) -> None:
-        """SnapBuildProcessNewCid: the xid changed the catalog."""
-        self.reorder.xid_set_catalog_changes(xid, lsn)
-        self.reorder.add_new_tuple_cids(top_xid, lsn)
-        if cmin == 0xFFFFFFFF and cmax == 0xFFFFFFFF:
+    def process_new_cid(
+        self,
+        xid: int,
+        lsn: int,
+        top_xid: int,
+        cmin: int,
+        cmax: int,
+        combocid: int = 0xFFFFFFFF,
+        locator: Tuple[int, int, int] = (0, 0, 0),
+        tid: Tuple[int, int] = (0, 0),
+    ) -> None:
+        """SnapBuildProcessNewCid: the xid changed the catalog.
+
+        The tuple's cmin / cmax go to the top-level transaction (its tuplecid hash
+        at replay), and an INTERNAL_COMMAND_ID change of the highest command id
+        plus one is queued on ``xid``.
+        """
+        reorder = self.reorder
+        reorder.xid_set_catalog_changes(xid, lsn)
+        reorder.add_new_tuple_cids(top_xid, lsn, locator, tid, cmin, cmax, combocid)
+        invalid = 0xFFFFFFFF
+        if cmin != invalid and cmax != invalid:
+            cid = max(cmin, cmax)
+        elif cmax != invalid:
+            cid = cmax
+        elif cmin != invalid:
+            cid = cmin
+        else:
             raise SnapshotBuildError("xl_heap_new_cid record without a valid CommandId",
                                      lsn=lsn, xid=xid)
+        reorder.add_new_command_id(xid, lsn, cid + 1)
 
     # -- committed xids ------------------------------------------------------------
 
@@ -462,9 +490,33 @@ class SnapBuild:
             self.snapshot = self.build_snapshot()
             if not self.reorder.xid_has_base_snapshot(xid):
                 self.reorder.set_base_snapshot(xid, lsn, self.snapshot)
-            # SnapBuildDistributeNewCatalogSnapshot: the running transactions would get
-            # an INTERNAL_SNAPSHOT change here; without a historic catalog there is
-            # nothing for them to look at, so nothing is queued.
+            self._distribute_new_catalog_snapshot(lsn, xid)
+
+    def _distribute_new_catalog_snapshot(self, lsn: int, xid: int) -> None:
+        """SnapBuildDistributeNewCatalogSnapshot.
+
+        Every running top-level transaction with a base snapshot (its changes so
+        far were decoded with an older catalog) gets an INTERNAL_SNAPSHOT change;
+        prepared ones do not (they must not see the new catalog).  The others also
+        get the committed transaction's invalidation messages (the 2025 fix in
+        15.13 / 16.9 / 17.5 and 18: ReorderBufferAddInvalidations, 18's
+        ReorderBufferAddDistributedInvalidations), queued -- and accounted -- as an
+        INVALIDATION change.
+        """
+        reorder = self.reorder
+        snap = self.snapshot
+        invals = None
+        for txn in list(reorder.toplevel_by_lsn.values()):
+            if not reorder.xid_has_base_snapshot(txn.xid):
+                continue
+            if txn.txn_flags & (_RBTXN_IS_PREPARED | _RBTXN_SKIPPED_PREPARE):
+                continue
+            reorder.add_snapshot(txn.xid, lsn, snap)
+            if txn.xid != xid:
+                if invals is None:
+                    invals = reorder.get_invalidations(xid)
+                if invals.nmsgs > 0:
+                    reorder.add_distributed_invalidations(txn.xid, lsn, invals)
 
     # -- running_xacts -------------------------------------------------------------
 
@@ -564,6 +616,10 @@ class SnapBuild:
 
 # access/xact.h
 XACT_XINFO_HAS_INVALS = 1 << 3
+
+# reorderbuffer.h
+_RBTXN_IS_PREPARED = 0x0040
+_RBTXN_SKIPPED_PREPARE = 0x0080
 
 
 def _xid_advance(xid: int) -> int:

@@ -14,9 +14,13 @@ NOTES
 
     Laziness.  A record keeps its raw bytes (``raw``: exactly ``xl_tot_len`` bytes,
     header included, reassembled when the record crossed pages) and the offsets the
-    reader found while walking the fragment headers.  Block headers are parsed
-    eagerly (``fpi_len``, ``rec_len`` and the block list are needed by every consumer,
-    and parsing them is what validates the record's length), but ``main_data``,
+    reader found while walking the fragment headers.  Block headers are validated
+    eagerly (that is what validates the record's length), and ``origin`` and
+    ``toplevel_xid`` are plain fields; the ``BlockRef`` list is built then too,
+    except for the two commonest shapes (only short main data: commits, running
+    xacts; one block #0 with its RelFileLocator and no image: most heap and btree
+    records), which ``blocks`` builds on first access (the reader's header walk
+    then allocates only the record and its ``raw`` slice).  ``main_data``,
     ``BlockRef.data`` and ``BlockRef.image`` are slices taken on access, and the typed
     ``body``, ``record_type`` and ``rmgr_name`` are computed by ``pglogical_py.wal.rmgr``
     the first time they are asked for.  ``record_type`` is remembered per
@@ -277,7 +281,7 @@ class XLogRecord:
         "crc",
         "toplevel_xid",
         "origin",
-        "blocks",
+        "_blocks",
         "main_data_len",
         "_main_off",
         "raw",
@@ -297,7 +301,7 @@ class XLogRecord:
         tot_len: int,
         crc: int,
         raw: bytes,
-        blocks: List[BlockRef],
+        blocks: Optional[List[BlockRef]],
         main_off: int,
         main_data_len: int,
         origin: int,
@@ -314,7 +318,7 @@ class XLogRecord:
         self.tot_len = tot_len
         self.crc = crc
         self.raw = raw
-        self.blocks = blocks
+        self._blocks = blocks
         self._main_off = main_off
         self.main_data_len = main_data_len
         self.origin = origin
@@ -324,6 +328,24 @@ class XLogRecord:
         self._body: Any = _UNSET
 
     # -- XLogRecGet* -----------------------------------------------------------
+
+    @property
+    def blocks(self) -> List[BlockRef]:
+        """The block references in use, by increasing ``block_id`` (see NOTES).
+
+        The reader validates every record's block headers but leaves the two
+        commonest shapes (only short main data; one block #0 with its
+        RelFileLocator, no image) as None here; the list is made on first access.
+        """
+        b = self._blocks
+        if b is None:
+            b = _decode_blocks(self)
+            self._blocks = b
+        return b
+
+    @blocks.setter
+    def blocks(self, value: List[BlockRef]) -> None:
+        self._blocks = value
 
     @property
     def main_data(self) -> bytes:
@@ -472,6 +494,22 @@ def _parse_body(record: XLogRecord) -> Any:
     mod = _rmgr()
     _parse_body_fn = mod.parse_body if mod is not None else _no_body
     return _parse_body_fn(record)
+
+
+def _decode_blocks(record: XLogRecord) -> List[BlockRef]:
+    """The BlockRefs of a record the reader left undecoded (DecodeXLogRecord again)."""
+    global _decode_record
+    if _decode_record is None:
+        from .xlogreader import _decode_record as fn
+
+        _decode_record = fn
+    blocks = _decode_record(record.raw, record.tot_len, record.lsn, record.segment)[0]
+    assert blocks is not None  # not lazy
+    return blocks  # type: ignore[no-any-return]
+
+
+#: ``xlogreader._decode_record``, bound on first use (xlogreader imports this module)
+_decode_record: Any = None
 
 
 #: what ``XLogRecord.body`` calls: ``_parse_body`` until bound to ``rmgr.parse_body``

@@ -276,6 +276,7 @@ def _decode_record(
     tot_len: int,
     lsn: int,
     name: str,
+    lazy: bool = False,
     _BlockRef: type = BlockRef,
     _blk_hdr: object = _BLK_HDR.unpack_from,
     _img_hdr: object = _IMG_HDR.unpack_from,
@@ -283,11 +284,12 @@ def _decode_record(
     _u32: object = _U32.unpack_from,
     _u16: object = _U16.unpack_from,
     _blk0: object = _BLK0.unpack_from,
-) -> Tuple[List[BlockRef], int, int, int, int]:
+) -> Tuple[Optional[List[BlockRef]], int, int, int, int]:
     """DecodeXLogRecord: walk the fragment headers and check the lengths add up.
 
     Returns (blocks, main_off, main_len, origin, toplevel_xid).  Raises WalParseError
-    with PostgreSQL's messages.
+    with PostgreSQL's messages.  With ``lazy`` the two fast paths return None for
+    blocks: ``XLogRecord.blocks`` calls this again without it.
     """
     # Fast paths for the two commonest shapes, taking exactly the decisions the
     # general loop below would take: only short main data (commit, running_xacts,
@@ -297,8 +299,16 @@ def _decode_record(
         first = raw[24]
         if first == 255:
             if raw[25] + 26 == tot_len:
-                return [], 26, tot_len - 26, 0, 0
+                return None if lazy else [], 26, tot_len - 26, 0, 0
         elif first == 0 and tot_len >= 44 and not (raw[25] & 0x90):
+            if lazy:
+                fork_flags, data_len = _blk_hdr(raw, 25)  # type: ignore[operator]
+                if (data_len != 0) == ((fork_flags & 0x20) != 0):
+                    rest = tot_len - 44 - data_len
+                    if rest == 0:
+                        return None, 44 + data_len, 0, 0, 0
+                    if rest > 1 and raw[44] == 255 and raw[45] == rest - 2:
+                        return None, 46 + data_len, rest - 2, 0, 0
             fork_flags, data_len, spc, db, rel, blkno = _blk0(raw, 25)  # type: ignore[operator]
             if (data_len != 0) == ((fork_flags & 0x20) != 0):
                 rest = tot_len - 44 - data_len
@@ -998,7 +1008,7 @@ class XLogReader:
                         next_ptr -= next_ptr % seg_size
                     # ---- DecodeXLogRecord ----------------------------------
                     blocks, main_off, main_len, origin, toplevel = decode(
-                        raw, tot_len, rec_ptr, rec_name
+                        raw, tot_len, rec_ptr, rec_name, True
                     )
                 except _EndOfWal as e:
                     self._finish(e.reason, e.lsn, e.fail_page)

@@ -1,0 +1,138 @@
+"""Memory-bounded decoding: peak RSS, spill bytes and time with one huge transaction.
+
+1. starts a throw-away PostgreSQL (default 15, 16 MB segments) with
+   ``logical_decoding_work_mem = --work-mem`` (default 64MB);
+2. inserts ``--rows`` rows (default 1,000,000; repeat ``--rows`` for several sizes) into
+   ``bench (id int, a int, t text, n numeric)`` in **one** transaction;
+3. PostgreSQL: times ``pg_logical_slot_peek_changes`` (count(*)) with the view reset
+   before, and reads ``spill_txns / spill_count / spill_bytes`` from
+   ``pg_stat_replication_slots``;
+4. pglogical_py: ``pglogical-py decode --work-mem W --stats`` in a fresh process per
+   eviction policy (``largest``, PostgreSQL's, and ``oldest``) with the Parquet spill store
+   (pickle where pyarrow is missing), output to /dev/null; records the process's peak RSS
+   (``ru_maxrss``), wall time, our counters and the bytes the spill files took.
+
+Prints one table.  The claims it checks: peak RSS below work_mem + 150 MB and not growing
+with the transaction; spill file bytes per change below PostgreSQL's spill_bytes per
+change.  Usage::
+
+    .venv/bin/python benchmarks/bench_memory.py                       # 1M rows
+    .venv/bin/python benchmarks/bench_memory.py --rows 1000000 --rows 5000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+_RUNNER = ("import resource, sys\n"
+           "from pglogical_py.cli import main\n"
+           "rc = main(sys.argv[1:])\n"
+           "sys.stderr.write('maxrss_kb\\t%d\\n' % "
+           "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+           "sys.exit(rc)\n")
+
+
+def capture(rows: int, args: argparse.Namespace, tmp: str) -> Dict[str, Any]:
+    from pglogical_py.catalog.export import export_catalog, write_catalog
+    from pglogical_py.testing.pgserver import PgServer
+
+    res: Dict[str, Any] = {"rows": rows}
+    settings = {"wal_recycle": "off", "autovacuum": "off", "max_wal_size": "8GB",
+                "checkpoint_timeout": "1h", "logical_decoding_work_mem": args.work_mem}
+    with PgServer(args.major, wal_segsize_mb=16, settings=settings) as srv:
+        conn = srv.connect()
+        conn.execute("CREATE TABLE bench (id int, a int, t text, n numeric)")
+        conn.execute("CHECKPOINT")
+        conn.execute("SELECT pg_create_logical_replication_slot('bench', 'test_decoding')")
+        conn.execute("INSERT INTO bench SELECT g, g * 2, 'value ' || g, g * 1.5 "
+                     "FROM generate_series(1, %s) g", (rows,))
+        restart, confirmed = conn.execute(
+            "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
+            "WHERE slot_name = 'bench'").fetchone()
+        flush = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+        conn.execute("SELECT pg_stat_reset_replication_slot('bench')")
+        t0 = time.perf_counter()
+        res["pg_rows"] = conn.execute(
+            "SELECT count(*) FROM pg_logical_slot_peek_changes('bench', %s::pg_lsn, NULL)",
+            (flush,)).fetchone()[0]
+        res["pg_seconds"] = time.perf_counter() - t0
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        st = conn.execute("SELECT spill_txns, spill_count, spill_bytes FROM "
+                          "pg_stat_replication_slots WHERE slot_name = 'bench'").fetchone()
+        res["pg_spill_txns"], res["pg_spill_count"], res["pg_spill_bytes"] = st
+        waldir = os.path.join(tmp, "wal")
+        shutil.copytree(str(srv.pg_wal_dir), waldir,
+                        ignore=shutil.ignore_patterns("archive_status", "*.history"))
+        write_catalog(export_catalog(conn), os.path.join(tmp, "catalog.json.gz"))
+        conn.close()
+    res["range"] = (restart, confirmed, flush)
+    return res
+
+
+def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str) -> Dict[str, Any]:
+    restart, confirmed, flush = rng
+    cmd = [sys.executable, "-c", _RUNNER, "decode", os.path.join(tmp, "wal"),
+           "--catalog", os.path.join(tmp, "catalog.json.gz"), "--restart-lsn", restart,
+           "--start-lsn", confirmed, "--end-lsn", flush, "--work-mem", args.work_mem,
+           "--eviction", eviction, "--stats", "--no-progress",
+           "--spill-dir", os.path.join(tmp, "spill"), "-O", os.devnull]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    secs = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr)
+    out: Dict[str, Any] = {"seconds": secs}
+    for line in p.stderr.splitlines():
+        k, _, v = line.partition("\t")
+        if v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
+def main(argv: Any = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, action="append")
+    ap.add_argument("--major", type=int, default=15)
+    ap.add_argument("--work-mem", default="64MB")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    results: List[Dict[str, Any]] = []
+    for rows in args.rows or [1_000_000]:
+        tmp = tempfile.mkdtemp(prefix="bench-memory-")
+        try:
+            res = capture(rows, args, tmp)
+            for ev in ("largest", "oldest"):
+                res[ev] = decode(tmp, res["range"], args, ev)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        results.append(res)
+        pgb = res["pg_spill_bytes"] / max(rows, 1)
+        print(f"rows {rows:,}  PostgreSQL {args.major}: {res['pg_seconds']:.1f} s, "
+              f"spill_count {res['pg_spill_count']}, spill_bytes {res['pg_spill_bytes']:,} "
+              f"({pgb:.0f} B/change)")
+        for ev in ("largest", "oldest"):
+            r = res[ev]
+            fb = r.get("spill_file_bytes", 0)
+            print(f"  ours eviction={ev:8s} {r['seconds']:7.1f} s  peak RSS "
+                  f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB  spill_count {r.get('spill_count')} "
+                  f"spill_bytes {r.get('spill_bytes', 0):,}  files {fb:,} B "
+                  f"({fb / max(rows, 1):.0f} B/change)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Streaming of in-progress transactions (ReorderBufferStreamTXN & co.), unit level.
+
+The block boundaries against PostgreSQL are checked by the ``stream`` and ``spill``
+fixtures (test_decode_corpus.py, stream_* option sets, and test_spill_corpus.py for the
+counters); these tests pin the rules one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Set, Tuple
+
+from pglogical_py.logical.reorderbuffer import (
+    CHANGE_INSERT,
+    ReorderBuffer,
+    ReorderBufferChange,
+)
+
+ROW = b"\x02\x00\x00\x08\x18" + b"\x00" * 9  # 136 bytes accounted on 15-18
+
+
+class _Rel:
+    is_logically_logged = True
+    relrewrite = 0
+    relkind = "r"
+    is_toast = False
+
+
+def _rb(major: int, work_mem: int, aborted: Optional[Set[int]] = None) -> Tuple[
+        ReorderBuffer, List[Tuple[Any, ...]]]:
+    ev: List[Tuple[Any, ...]] = []
+    rb = ReorderBuffer(lambda *a: _Rel(), lambda *a: _Rel(), work_mem=work_mem, major=major)
+    rb.streaming_requested = True
+    rb.aborted_xids = aborted
+    rb.cb_stream_start = lambda txn, lsn: ev.append(("start", txn.xid, lsn))
+    rb.cb_stream_stop = lambda txn, lsn: ev.append(("stop", txn.xid, lsn))
+    rb.cb_stream_change = lambda txn, rel, ch: ev.append(("change", ch.lsn))
+    rb.cb_stream_abort = lambda txn, lsn: ev.append(("abort", txn.xid, lsn))
+    rb.cb_stream_commit = lambda txn, lsn: ev.append(("commit", txn.xid))
+    rb.cb_begin = lambda txn: ev.append(("begin", txn.xid))
+    rb.cb_commit = lambda txn, lsn: ev.append(("plain_commit", txn.xid))
+    rb.cb_apply_change = lambda txn, rel, ch: ev.append(("plain_change", ch.lsn))
+    return rb, ev
+
+
+def _insert(rb: ReorderBuffer, xid: int, lsn: int, top: int = 0) -> None:
+    if top:
+        rb.assign_child(top, xid, lsn)
+    rb.process_xid(xid, lsn)
+    if not rb.xid_has_base_snapshot(xid):
+        rb.set_base_snapshot(xid, lsn, object())
+    rb.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
+
+
+def test_largest_top_level_is_streamed_with_its_subxacts() -> None:
+    rb, ev = _rb(15, 136 * 4)
+    _insert(rb, 10, 100)
+    _insert(rb, 11, 110, top=10)
+    _insert(rb, 20, 120)
+    _insert(rb, 11, 130, top=10)  # 4 changes: txn 10 (3) is streamed, 20 stays
+    assert ev == [("start", 10, 100), ("change", 100), ("change", 110), ("change", 130),
+                  ("stop", 10, 130)]
+    assert rb.size == 136 and rb.stats.stream_txns == 1
+    # the subxact had changes in memory: it was marked streamed, its abort is sent
+    rb.abort(11, 140, 0)
+    assert ev[-1] == ("abort", 11, 140)
+    rb.commit(20, 150, 160, 0, 0, 0)
+    assert ev[-2:] == [("plain_change", 120), ("plain_commit", 20)]
+    rb.commit(10, 170, 180, 0, 0, 0)
+    assert ev[-1] == ("commit", 10)
+    assert rb.stats.stream_count == 2
+
+
+def test_pg18_drops_an_aborted_transaction_instead_of_streaming_it() -> None:
+    rb, ev = _rb(18, 136 * 3, aborted={10})
+    for i in range(5):
+        _insert(rb, 10, 100 + i)
+    assert ev == [] and rb.size == 0  # truncated at the limit, later changes dropped
+    assert rb.stats.stream_count == 0 and rb.stats.spill_count == 0
+    rb.abort(10, 200, 0)
+    assert ev == []  # never streamed: no stream_abort
+
+
+def test_pg17_streams_the_same_aborted_transaction() -> None:
+    rb, ev = _rb(17, 136 * 3, aborted={10})
+    for i in range(3):
+        _insert(rb, 10, 100 + i)
+    assert ev[0] == ("start", 10, 100)
+    rb.abort(10, 200, 0)
+    assert ev[-1] == ("abort", 10, 200)
+
+
+def test_spill_when_nothing_is_streamable() -> None:
+    """Before the base snapshot exists nothing can be streamed: the txn is spilled."""
+    rb, ev = _rb(16, 136 * 2)
+    rb.can_start_streaming = lambda: False
+    _insert(rb, 10, 100)
+    _insert(rb, 10, 110)
+    assert ev == [] and rb.stats.spill_count == 1 and rb.stats.spill_txns == 1
