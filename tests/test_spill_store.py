@@ -156,3 +156,26 @@ def test_sigkill_while_spilling_then_rerun(tmp_path: Any) -> None:
     with gzip.open(os.path.join(FIXTURE, "decode", "xids1_skip0.tsv.gz")) as g:
         assert got == g.read()
     assert os.listdir(spill_dir) == []  # the stale run was removed, ours too
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURE), reason="no spill fixture")
+def test_cli_stats_to_stderr(capsys: Any, tmp_path: Any) -> None:
+    """``decode --stats`` prints the counters (PostgreSQL's values here) to stderr."""
+    import json
+
+    from pglogical_py.cli import main
+
+    out = os.path.join(str(tmp_path), "out.tsv")
+    rc = main(["decode", os.path.join(FIXTURE, "wal"),
+               "--catalog", os.path.join(FIXTURE, "catalog.json.gz"),
+               "--slot-state", os.path.join(FIXTURE, "slot.state"), "--work-mem", "64kB",
+               "--stats", "--no-progress", "-O", out,
+               "--spill-dir", os.path.join(str(tmp_path), "spill")])
+    assert rc == 0
+    err = capsys.readouterr().err
+    got = dict(line.split("\t") for line in err.strip().splitlines())
+    with open(os.path.join(FIXTURE, "stats", "xids1_skip0.json")) as f:
+        pg = json.load(f)
+    for k in ("spill_txns", "spill_count", "spill_bytes", "stream_txns", "stream_count"):
+        assert int(got[k]) == pg[k], k
+    assert int(got["spill_file_bytes"]) > 0

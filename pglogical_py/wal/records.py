@@ -498,18 +498,18 @@ def _parse_body(record: XLogRecord) -> Any:
 
 def _decode_blocks(record: XLogRecord) -> List[BlockRef]:
     """The BlockRefs of a record the reader left undecoded (DecodeXLogRecord again)."""
-    global _decode_record
-    if _decode_record is None:
+    fn = _DECODE_RECORD[0]
+    if fn is None:
         from .xlogreader import _decode_record as fn
 
-        _decode_record = fn
-    blocks = _decode_record(record.raw, record.tot_len, record.lsn, record.segment)[0]
+        _DECODE_RECORD[0] = fn
+    blocks = fn(record.raw, record.tot_len, record.lsn, record.segment)[0]
     assert blocks is not None  # not lazy
     return blocks  # type: ignore[no-any-return]
 
 
-#: ``xlogreader._decode_record``, bound on first use (xlogreader imports this module)
-_decode_record: Any = None
+#: ``[xlogreader._decode_record]``, bound on first use (xlogreader imports this module)
+_DECODE_RECORD: List[Any] = [None]
 
 
 #: what ``XLogRecord.body`` calls: ``_parse_body`` until bound to ``rmgr.parse_body``

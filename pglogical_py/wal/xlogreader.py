@@ -20,7 +20,9 @@ NOTES
     works on one ``bytes`` object per segment with precompiled ``struct.Struct``
     ``unpack_from`` calls, copies each record once (a slice, or a join of page
     fragments when it crosses pages), validates each page header once, and builds
-    exactly one ``XLogRecord`` plus one ``BlockRef`` per block reference.
+    exactly one ``XLogRecord`` plus one ``BlockRef`` per block reference -- except
+    for records of the two fast-path shapes below, whose block list is left to
+    ``XLogRecord.blocks`` to build on first access (the walk validates them fully).
     ``_decode_record`` has two fast paths for the commonest shapes (only short main
     data; one block #0 with its RelFileLocator and no image, then optional short main
     data) that take exactly the decisions of the general DecodeXLogRecord loop; a
