@@ -294,7 +294,20 @@ class LogicalDecoder:
             self.reorder.assign_child(record.toplevel_xid, record.xid, record.lsn)
         handler = self._handlers.get(record.rmid)
         if handler is not None:
-            handler(record)
+            # the one place a malformed body (a CRC-valid record whose fields do not fit)
+            # becomes a typed error that names the record: never a bare struct.error
+            try:
+                handler(record)
+            except struct.error as err:
+                raise DecodingError(
+                    "malformed %s record: %s" % (record.rmgr_name, err),
+                    lsn=record.lsn, file=record.segment, xid=record.xid or None,
+                ) from None
+            except DecodingError as err:
+                if err.lsn is not None:
+                    raise
+                raise type(err)(err.message, lsn=record.lsn, file=record.segment,
+                                xid=err.xid) from None
         elif record.xid:
             self.reorder.process_xid(record.xid, record.lsn)
 
