@@ -23,7 +23,8 @@ NOTES
          │    ├── NotWalError         a file that is not a WAL segment
          │    └── DecompressionError  a full-page image or value that fails to inflate
          ├── CatalogError             bad or incomplete catalog snapshot
-         │    └── UnknownRelationError a change to a relfilenode the catalog lacks
+         │    ├── UnknownRelationError a change to a relfilenode the catalog lacks
+         │    └── CatalogRedoError    catalog redo lacks an input (a page image...)
          ├── DecodingError            logical decoding cannot go on
          │    ├── SnapshotBuildError  illegal snapshot builder transition / bad .snap
          │    └── UnknownTypeError    a column type with no output function
@@ -121,6 +122,11 @@ class CatalogError(PglogicalError):
 
 class UnknownRelationError(CatalogError):
     """The WAL changes a relfilenode the catalog snapshot does not know."""
+
+
+class CatalogRedoError(CatalogError):
+    """The catalog-redo mode lacks an input: a catalog page changed without a full-page
+    image, a rewritten catalog, an export taken after the range start (catalog/redo.py)."""
 
 
 class DecodingError(PglogicalError):

@@ -17,9 +17,11 @@ NOTES
     0 IN_PROGRESS, 1 COMMITTED, 2 ABORTED, 3 SUB_COMMITTED.
 
     SUB_COMMITTED is a transient state during commit of a transaction with
-    subtransactions; TransactionIdDidCommit then consults pg_subtrans for the
-    parent.  pg_subtrans is not part of a catalog snapshot, so such an xid counts as
-    not committed (as PostgreSQL does for one older than TransactionXmin).  A page
+    subtransactions on other pg_xact pages; TransactionIdDidCommit /
+    TransactionIdDidAbort then answer with the parent's status, the parent read
+    from pg_subtrans (``subtrans.py``, given as ``subtrans``).  Without a
+    pg_subtrans entry (no ``subtrans``, or the page was truncated) such an xid
+    counts as not committed and as aborted, as PostgreSQL's warning path does.  A page
     beyond the end of its segment file reads as zeros (IN_PROGRESS): it was not yet
     written out when the files were copied (take them after a CHECKPOINT).
 
@@ -38,7 +40,7 @@ INVARIANTS
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import CatalogError
 
@@ -149,8 +151,11 @@ class _Slru:
 class Clog:
     """pg_xact status look-ups (TransactionIdGetStatus, TransactionIdDidCommit)."""
 
-    def __init__(self, read: Reader, directory: str = "pg_xact") -> None:
+    def __init__(self, read: Reader, directory: str = "pg_xact",
+                 subtrans: Optional[Any] = None) -> None:
         self._slru = _Slru(read, directory)
+        #: a ``subtrans.SubTrans`` (SubTransGetParent) for SUB_COMMITTED xids
+        self.subtrans = subtrans
 
     def status(self, xid: int) -> int:
         """TransactionIdGetStatus (no permanent-xid special cases)."""
@@ -168,12 +173,32 @@ class Clog:
         return self.status(xid)
 
     def did_commit(self, xid: int) -> bool:
-        """TransactionIdDidCommit (SUB_COMMITTED counts as not committed: see NOTES)."""
-        return self.fetch(xid) == TRANSACTION_STATUS_COMMITTED
+        """TransactionIdDidCommit: a SUB_COMMITTED xid answers with its parent's status."""
+        status = self.fetch(xid)
+        if status == TRANSACTION_STATUS_COMMITTED:
+            return True
+        if status == TRANSACTION_STATUS_SUB_COMMITTED:
+            parent = self._parent(xid)
+            # "no pg_subtrans entry for subcommitted XID": not committed
+            return parent != InvalidTransactionId and self.did_commit(parent)
+        return False
 
     def did_abort(self, xid: int) -> bool:
-        """TransactionIdDidAbort."""
-        return self.fetch(xid) == TRANSACTION_STATUS_ABORTED
+        """TransactionIdDidAbort: a SUB_COMMITTED xid answers with its parent's status."""
+        status = self.fetch(xid)
+        if status == TRANSACTION_STATUS_SUB_COMMITTED:
+            parent = self._parent(xid)
+            # no pg_subtrans entry: "assume it's aborted" (transam.c)
+            return parent == InvalidTransactionId or self.did_abort(parent)
+        return status == TRANSACTION_STATUS_ABORTED
+
+    def _parent(self, xid: int) -> int:
+        if self.subtrans is None:
+            return InvalidTransactionId
+        parent: int = self.subtrans.get_parent(xid)
+        if parent != InvalidTransactionId and not transaction_id_precedes(parent, xid):
+            return InvalidTransactionId  # a parent is always older: a stale page
+        return parent
 
     def status_name(self, xid: int) -> str:
         """'committed', 'aborted', 'in progress' (pg_xact_status's words) or 'sub-committed'."""

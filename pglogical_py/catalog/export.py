@@ -30,6 +30,24 @@ NOTES
     Columns differ by major (e.g. ``daticulocale`` vs ``datlocale``); readers ignore unknown
     keys.  psycopg is imported inside the function: the module itself stays importable on PyPy.
 
+    System columns (``export_catalog(conn, system_columns=True)``, ``catalog export
+    --system-columns``; the input of the catalog-redo mode, ``catalog/redo.py``).  Every
+    row then also carries its own item pointer and transaction ids -- ``"ctid": [block,
+    offset]``, ``"xmin"``, ``"xmax"`` (the heap tuple's raw ``t_xmin`` / ``t_xmax``, as the
+    system columns show them) -- and ``"infomask"``: the hint bits a reader may assume,
+    derived from the export's own snapshot (``HEAP_XMIN_COMMITTED``: the row is visible,
+    so its xmin committed; ``HEAP_XMAX_INVALID`` when xmax is 0 or finished before the
+    snapshot -- a row visible with a finished xmax was only locked, or its deleter
+    aborted; an xmax still running keeps no bit: its fate is in the WAL).  System column
+    names cannot be catalog column names (heap.c's SystemAttributeByName check), so
+    these keys never clash.  The top level gains ``"snapshot"`` (``pg_current_snapshot()``
+    of the export transaction: ``xmin``, ``xmax``, ``xip`` as 64-bit full xids),
+    ``"system_columns": ["ctid", "xmin", "xmax", "infomask"]`` and the catalogs the
+    physical reader knows beyond ``CATALOGS`` (``_catalog_layouts``: pg_attrdef,
+    pg_partitioned_table, pg_publication*, and ``pg_proc`` limited to ``oid``,
+    ``proname``, ``pronamespace`` -- the regproc names).  Readers of exports without them
+    (older files) are unaffected: unknown keys are ignored.
+
 INVARIANTS
     Keys are written sorted, gzip with mtime 0: the same catalog gives the same bytes.
 """
@@ -38,7 +56,9 @@ from __future__ import annotations
 
 import gzip
 import json
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
+
+from .redo import xid_running_in_snapshot
 
 __all__ = [
     "CATALOGS",
@@ -46,7 +66,10 @@ __all__ = [
     "EXTRA_CATALOGS",
     "export_catalog",
     "export_physical",
+    "infomask_from_snapshot",
+    "parse_snapshot",
     "write_catalog",
+    "xid_running_in_snapshot",
 ]
 
 #: catalogs exported, in file order.
@@ -80,14 +103,40 @@ EXPORT_SETTINGS = (
 )
 
 # Catalogs without an oid column (pg_attribute, pg_index, pg_range are keyed otherwise).
-_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits"}
+_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits", "pg_partitioned_table"}
+
+#: the system columns a ``system_columns`` export adds to each row
+SYSTEM_COLUMNS = ("ctid", "xmin", "xmax", "infomask")
+#: SQL of the system columns (tid as text "(b,o)", xids as numbers)
+_SYS_SQL = "{a}.ctid::text AS ctid, {a}.xmin::text::bigint AS xmin, {a}.xmax::text::bigint AS xmax"
+
+# htup_details.h hint bits (the export's derived infomask)
+_HEAP_XMIN_COMMITTED = 0x0100
+_HEAP_XMAX_INVALID = 0x0800
 
 
-def export_catalog(conn: Any) -> Dict[str, Any]:
+def parse_snapshot(text: str) -> Dict[str, Any]:
+    """``pg_current_snapshot()`` text ``xmin:xmax:xip,...`` -> {xmin, xmax, xip}."""
+    xmin, xmax, xip = text.split(":")
+    return {"xmin": int(xmin), "xmax": int(xmax),
+            "xip": [int(x) for x in xip.split(",") if x]}
+
+
+def infomask_from_snapshot(xmin: int, xmax: int, snapshot: Dict[str, Any]) -> int:
+    """The hint bits a row visible to ``snapshot`` may carry (see NOTES)."""
+    mask = _HEAP_XMIN_COMMITTED
+    if xmax == 0 or not xid_running_in_snapshot(xmax, snapshot):
+        mask |= _HEAP_XMAX_INVALID
+    return mask
+
+
+def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]:
     """Read the catalog snapshot through a psycopg connection (CPython only).
 
     The connection may be in autocommit mode or not; the export runs in its own
-    REPEATABLE READ READ ONLY transaction and leaves no transaction open.
+    REPEATABLE READ READ ONLY transaction and leaves no transaction open.  With
+    ``system_columns`` every row carries ctid / xmin / xmax / infomask and the export
+    has the snapshot and every catalog of ``_catalog_layouts`` (see NOTES).
     """
     import psycopg  # noqa: F401 - CPython-only dependency, imported lazily
 
@@ -102,18 +151,32 @@ def export_catalog(conn: Any) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         row = conn.execute(
             "SELECT pg_current_wal_lsn()::text, current_setting('server_version_num')::int, "
-            "d.oid::bigint, d.datname::text, d.encoding "
+            "d.oid::bigint, d.datname::text, d.encoding, pg_current_snapshot()::text "
             "FROM pg_database d WHERE d.datname = current_database()"
         ).fetchone()
         assert row is not None
         out["lsn"] = row[0]
         out["server_version_num"] = row[1]
         out["database"] = {"oid": row[2], "datname": row[3], "encoding": row[4]}
-        for cat in CATALOGS + EXTRA_CATALOGS:
+        catalogs: Tuple[str, ...] = CATALOGS + EXTRA_CATALOGS
+        snapshot: Dict[str, Any] = {}
+        if system_columns:
+            from ._catalog_layouts import CATALOG_LAYOUTS
+
+            layouts = CATALOG_LAYOUTS.get(int(row[1]) // 10000)
+            if layouts is None:
+                raise RuntimeError(f"no catalog layouts for server_version_num {row[1]}")
+            catalogs = catalogs + tuple(c for c in layouts if c not in catalogs)
+            snapshot = parse_snapshot(row[5])
+            out["snapshot"] = snapshot
+            out["system_columns"] = list(SYSTEM_COLUMNS)
+        for cat in catalogs:
+            a = {"pg_class": "c", "pg_attribute": "a"}.get(cat, "x")
+            sysc = (", " + _SYS_SQL.format(a=a)) if system_columns else ""
             if cat == "pg_class":
                 sql = (
                     "SELECT row_to_json(t)::text FROM (SELECT c.*, "
-                    "pg_relation_filenode(c.oid) AS filenode FROM pg_catalog.pg_class c "
+                    f"pg_relation_filenode(c.oid) AS filenode{sysc} FROM pg_catalog.pg_class c "
                     "ORDER BY c.oid) t"
                 )
             elif cat == "pg_attribute":
@@ -121,9 +184,19 @@ def export_catalog(conn: Any) -> Dict[str, Any]:
                 # its text form is exact
                 sql = (
                     "SELECT row_to_json(t)::text FROM (SELECT a.*, "
-                    "a.attmissingval::text AS attmissingval_text "
+                    f"a.attmissingval::text AS attmissingval_text{sysc} "
                     "FROM pg_catalog.pg_attribute a ORDER BY a.attrelid, a.attnum) t"
                 )
+            elif cat == "pg_proc":
+                # only what regproc output needs (prosrc & co. would dwarf the file)
+                sql = (
+                    "SELECT row_to_json(t)::text FROM (SELECT x.oid, x.proname, "
+                    f"x.pronamespace{sysc} FROM pg_catalog.pg_proc x ORDER BY x.oid) t"
+                )
+            elif system_columns:
+                order = "" if cat in _NO_OID else " ORDER BY x.oid"
+                sql = (f"SELECT row_to_json(t)::text FROM (SELECT x.*{sysc} "
+                       f"FROM pg_catalog.{cat} x{order}) t")
             elif cat in _NO_OID:
                 sql = f"SELECT row_to_json(t)::text FROM pg_catalog.{cat} t"
             else:
@@ -133,6 +206,12 @@ def export_catalog(conn: Any) -> Dict[str, Any]:
             rows = [json.loads(r[0]) for r in conn.execute(sql).fetchall()]
             if cat not in _NO_OID and rows and "oid" not in rows[0]:
                 raise RuntimeError(f"{cat} rows have no oid column")
+            if system_columns:
+                for r in rows:
+                    blk, off = r["ctid"].strip("()").split(",")
+                    r["ctid"] = [int(blk), int(off)]
+                    r["infomask"] = infomask_from_snapshot(int(r["xmin"]), int(r["xmax"]),
+                                                           snapshot)
             out[cat] = rows
         conn.execute("COMMIT")
     except BaseException:
@@ -160,7 +239,7 @@ def write_catalog(catalog: Dict[str, Any], path: str) -> None:
 #: how much pg_read_binary_file reads per call
 _CHUNK = 64 * 1024 * 1024
 #: SLRU / mapping directories copied whole
-_PHYSICAL_DIRS = ("pg_xact", "pg_multixact/offsets", "pg_multixact/members",
+_PHYSICAL_DIRS = ("pg_xact", "pg_subtrans", "pg_multixact/offsets", "pg_multixact/members",
                   "pg_logical/mappings")
 
 
@@ -190,7 +269,7 @@ def export_physical(conn: Any, *, checkpoint: bool = True) -> Dict[str, bytes]:
 
     Returns ``{relpath: bytes}``: ``PG_VERSION``, both ``pg_filenode.map`` files, the
     heap files (all 1 GB segments) of every catalog in ``_catalog_layouts`` and of their
-    TOAST tables, ``pg_xact/*``, ``pg_multixact/{offsets,members}/*``,
+    TOAST tables, ``pg_xact/*``, ``pg_subtrans/*``, ``pg_multixact/{offsets,members}/*``,
     ``pg_logical/mappings/*`` and ``catalog.meta.json`` (lsn after the CHECKPOINT,
     server_version_num, database, next multixact id / offset, next xid).  Write it with
     ``pglogical_py.adapters.datadir.write_datadir_subset``.

@@ -21,6 +21,7 @@ NOTES
     a data directory or the subset export writes: ``PG_VERSION``,
     ``global/pg_filenode.map``, ``base/<db>/pg_filenode.map``, the heap files of the
     catalogs in ``_catalog_layouts`` and their TOAST tables, ``pg_xact/*``,
+    ``pg_subtrans/*`` (optional: SUB_COMMITTED xids, ``subtrans.py``),
     ``pg_multixact/*``, ``pg_logical/mappings/*`` and ``catalog.meta.json``
     (lsn, server_version_num, database oid / name / encoding, next multixact and
     offset).  Without ``catalog.meta.json`` (a plain data directory) the database is
@@ -54,7 +55,10 @@ NOTES
     ``visibility.satisfies_historic_mvcc`` and builds a ``CatalogSnapshot`` from
     the visible rows, so every relcache/syscache question (relation_by_filenode,
     tuple descriptors, format_type...) is answered by the same code as for a JSON
-    export.  Results are cached per ``snapshot.cache_key()``.  ``latest()`` is the
+    export.  Results are cached per ``snapshot.cache_key()`` in a bounded LRU
+    (``cache_size``, default ``DEFAULT_SNAPSHOT_CACHE_SIZE``; an evicted snapshot is
+    rebuilt from the same rows when asked for again, so output does not depend on
+    the bound, only time does; ``cache_evictions`` counts).  ``latest()`` is the
     view with every committed transaction visible (what a JSON export taken at the
     same time shows).  An attmissingval the types layer cannot print is kept as
     ``attmissingval_error``: building that one relation raises, not the whole catalog.
@@ -76,10 +80,17 @@ NOTES
     ``visible(tv, snapshot)``, ``rows_at(catalog, snapshot)``, ``clog``
     (``status_name(xid)``), ``multixacts``, ``shared_map`` / ``local_map``.
 
-    Limitations (for the integration): the relation map is the one on disk (a
-    mapped catalog rewritten inside the decoded range needs XLOG_RELMAP_UPDATE
-    records to know the older number); SUB_COMMITTED xids count as not committed
-    (no pg_subtrans); regproc names come from the latest pg_proc.
+    Relation maps.  The catalog files are read through the copy's maps (the copy is
+    taken at the end of the range or later, so they name the files that exist).  The
+    decoder hands every XLOG_RELMAP_UPDATE to ``note_relmap_update``: the maps the
+    WAL installs are kept (``relmap_updates``, ``map_at(lsn)``) and a copy older than
+    an update it lacks is refused.  PostgreSQL's own decoding has no historic
+    relation map (the relmapper reloads the current file on each relmap
+    invalidation), so RelidByRelfilenumber of a mapped catalog uses the copy's map,
+    like PostgreSQL's at the time of the peek; the old file numbers a rewrite leaves
+    in NEW_CID records are bridged by the rewrite mappings (``_apply_mappings``).
+
+    Limitations: regproc names come from the latest pg_proc.
 
 INVARIANTS
     Versions are listed in physical order (block, offset).  Reading never modifies
@@ -90,6 +101,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..access.detoast import (
@@ -101,7 +113,7 @@ from ..access.detoast import (
     toast_chunk_payload,
 )
 from ..access.heaptuple import deform_tuple_generic
-from ..errors import CatalogError, PglogicalError
+from ..errors import CatalogError, PglogicalError, UsageError
 from ..wal.bufpage import (
     BLCKSZ,
     HEAP_XMAX_COMMITTED,
@@ -118,6 +130,7 @@ from .clog import Clog, MultiXacts
 from .relation import Attribute, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot
+from .subtrans import SubTrans
 from .visibility import (
     HEAP_XMIN_FROZEN,
     HistoricSnapshot,
@@ -139,6 +152,9 @@ __all__ = [
 ]
 
 META_FILE = "catalog.meta.json"
+#: CatalogSnapshots kept per PhysicalCatalog (``cache_size``): one per distinct historic
+#: snapshot (each DDL commit, each command id of a decoded DDL transaction)
+DEFAULT_SNAPSHOT_CACHE_SIZE = 64
 RELSEG_SIZE = 131072  # blocks per 1 GB segment (md.c)
 #: the catalogs read (those the JSON export has, plus what DDL decoding needs)
 CATALOGS = tuple(CATALOG_LAYOUTS[15])
@@ -204,7 +220,10 @@ class PhysicalCatalog:
     """Catalog heap files of one database (+ shared catalogs), every tuple version."""
 
     def __init__(self, files: FileAccess, database: Union[int, str, None] = None, *,
-                 source: Optional[str] = None) -> None:
+                 source: Optional[str] = None,
+                 cache_size: int = DEFAULT_SNAPSHOT_CACHE_SIZE) -> None:
+        if cache_size < 1:
+            raise UsageError(f"catalog snapshot cache size must be at least 1, not {cache_size}")
         self.files = files
         self.source = source or repr(files)
         meta_raw = files.read(META_FILE)
@@ -224,7 +243,7 @@ class PhysicalCatalog:
                                            or self.major * 10000)
         lsn = self.meta.get("lsn", "0/0")
         self.lsn: Any = lsn
-        self.clog = Clog(files.read)
+        self.clog = Clog(files.read, subtrans=SubTrans(files.read))
         self.multixacts = MultiXacts(files.read, int(self.meta.get("next_multixact_id") or 0),
                                      int(self.meta.get("next_multi_offset") or 0))
         shared_map = files.read(f"global/{RELMAPPER_FILENAME}")
@@ -259,18 +278,25 @@ class PhysicalCatalog:
         self._class_latest: Dict[int, Dict[str, Any]] = {}
         self._bootstrap()
         self._proc_names: Optional[Dict[int, str]] = None
-        self._cache: Dict[Tuple[object, ...], CatalogSnapshot] = {}
+        #: CatalogSnapshots by snapshot key, least recently used first (bounded)
+        self._cache: OrderedDict[Tuple[object, ...], CatalogSnapshot] = OrderedDict()
+        self.cache_size = cache_size
+        #: how many CatalogSnapshots were dropped from the bounded cache
+        self.cache_evictions = 0
         self._toast_chunks: Dict[str, Dict[int, Dict[int, bytes]]] = {}
         self._mappings: Optional[List[RewriteMapping]] = None
+        #: XLOG_RELMAP_UPDATEs decoded: (lsn, shared, new map), in LSN order
+        self.relmap_updates: List[Tuple[int, bool, RelMap]] = []
 
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str, database: Union[int, str, None] = None) -> PhysicalCatalog:
+    def load(cls, path: str, database: Union[int, str, None] = None, *,
+             cache_size: int = DEFAULT_SNAPSHOT_CACHE_SIZE) -> PhysicalCatalog:
         """Open a catalog directory (export subset or data directory) via the adapter."""
         from ..adapters.datadir import DataDirFiles
 
-        return cls(DataDirFiles(path), database, source=path)
+        return cls(DataDirFiles(path), database, source=path, cache_size=cache_size)
 
     def _error(self, message: str) -> CatalogError:
         return CatalogError(message, file=self.source)
@@ -627,6 +653,7 @@ class PhysicalCatalog:
         key: Tuple[object, ...] = ("latest",) if snapshot is None else snapshot.cache_key()
         cat = self._cache.get(key)
         if cat is not None:
+            self._cache.move_to_end(key)
             return cat
         self.proc_name(0)  # regproc names need pg_proc first
         data: Dict[str, Any] = {
@@ -646,6 +673,10 @@ class PhysicalCatalog:
         cat = CatalogSnapshot(data, source=self.source)
         self._fill_missing_values(cat, data["pg_attribute"])
         self._cache[key] = cat
+        if len(self._cache) > self.cache_size:
+            # the least recently used snapshot goes; built again if asked for again
+            self._cache.popitem(last=False)
+            self.cache_evictions += 1
         return cat
 
     def _apply_mappings(self, snapshot: HistoricSnapshot) -> None:
@@ -666,6 +697,80 @@ class PhysicalCatalog:
                 continue
             dboid = 0 if heap.locator[0] == GLOBALTABLESPACE_OID else self.database_oid
             apply_rewrite_mappings(self._mappings, tc, snapshot, dboid, heap.oid, self.clog)
+
+    # -- relation map updates in the WAL (XLOG_RELMAP_UPDATE) -----------------------------
+
+    def note_relmap_update(self, lsn: int, main_data: bytes) -> None:
+        """relmap_redo's view of an XLOG_RELMAP_UPDATE (``xl_relmap_update``: dbid, tsid,
+        nbytes, the new map file): recorded in ``relmap_updates`` (maps of other
+        databases are ignored) and checked against the copy (see ``map_at``).
+
+        A copy taken before an update it does not hold (its relation map differs from
+        the one the WAL installs after the copy's LSN) lacks the rewritten catalog's
+        new file: CatalogError naming the record, instead of decoding against a
+        catalog older than the WAL.
+        """
+        if len(main_data) < 12:
+            raise CatalogError("XLOG_RELMAP_UPDATE shorter than xl_relmap_update",
+                               lsn=lsn, file=self.source)
+        dbid, _tsid, nbytes = struct.unpack_from("<IIi", main_data)
+        if nbytes < 0 or 12 + nbytes > len(main_data):
+            raise CatalogError(f"XLOG_RELMAP_UPDATE: {nbytes} bytes of map do not fit",
+                               lsn=lsn, file=self.source)
+        if dbid != 0 and dbid != self.database_oid:
+            return
+        shared = dbid == 0
+        new = RelMap.from_bytes(bytes(main_data[12:12 + nbytes]),
+                                f"XLOG_RELMAP_UPDATE at {lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}")
+        if any(u[0] == lsn for u in self.relmap_updates):
+            return  # the same WAL decoded again (another peek of the same range)
+        self.relmap_updates.append((lsn, shared, new))
+        self.relmap_updates.sort(key=lambda u: u[0])
+        disk = self.shared_map if shared else self.local_map
+        copy_lsn = self._copy_lsn()
+        if copy_lsn and lsn >= copy_lsn and new.mappings != disk.mappings:
+            changed = sorted(o for o, fn in new.mappings.items() if disk.mappings.get(o) != fn)
+            raise CatalogError(
+                f"the catalog copy (taken at {self.lsn}) predates a relation map update in "
+                f"the WAL (mapped catalogs {changed} rewritten, e.g. by VACUUM FULL): "
+                f"export the catalog after the end of the decoded range",
+                lsn=lsn, file=self.source)
+
+    def map_at(self, lsn: int, shared: bool = False) -> Optional[RelMap]:
+        """The relation map in force at ``lsn`` as far as the WAL decoded so far tells.
+
+        The last XLOG_RELMAP_UPDATE at or before ``lsn``; with none, the copy's map
+        when no later update was seen either; None when ``lsn`` precedes the first
+        update seen (the map before it is not in the WAL).  PostgreSQL's decoding
+        itself has no historic relation map (reorderbuffer.c: "the relmapper has no
+        'historic' view"): a RelidByRelfilenumber of a mapped catalog uses the current
+        map, as ``relation_by_filenode`` does with the copy's.
+        """
+        found: Optional[RelMap] = None
+        later = False
+        for u_lsn, u_shared, m in self.relmap_updates:
+            if u_shared != shared:
+                continue
+            if u_lsn <= lsn:
+                found = m
+            else:
+                later = True
+        if found is not None:
+            return found
+        if later:
+            return None
+        return self.shared_map if shared else self.local_map
+
+    def _copy_lsn(self) -> int:
+        """The copy's LSN (catalog.meta.json), 0 when unknown (a plain data directory)."""
+        v = self.lsn
+        if isinstance(v, int):
+            return v
+        try:
+            hi, lo = str(v).split("/")
+            return (int(hi, 16) << 32) | int(lo, 16)
+        except ValueError:
+            return 0
 
     def latest(self) -> CatalogSnapshot:
         """The catalog with every committed transaction visible (as a JSON export shows)."""

@@ -17,6 +17,9 @@ NOTES
     pg_collation, pg_database, pg_tablespace and pg_am.  Unknown keys and columns
     are ignored (catalog columns differ by major); optional extras we use when
     present: ``pg_inherits`` (partition parents), ``search_path`` and ``user``;
+    an export with system columns (``export_catalog(system_columns=True)``: per-row
+    ``ctid`` / ``xmin`` / ``xmax`` / ``infomask``, top-level ``snapshot``, more catalogs)
+    loads here as any other -- those keys are the catalog-redo mode's (``redo.py``);
     per pg_attribute row ``attmissingval_text`` (exact text, preferred over the lossy
     JSON ``attmissingval``) and ``attmissingval_error`` (the physical catalog could not
     print the value: building that relation raises CatalogError with it).
@@ -405,6 +408,28 @@ def _reloption_bool(reloptions: Any, name: str) -> bool:
     return False
 
 
+def decode_export_bytes(raw: bytes, source: Optional[str] = None) -> Dict[str, Any]:
+    """The JSON object of a ``.json`` / ``.json.gz`` export (gzip recognised by magic).
+
+    Also the reader of a ``system_columns`` export for the catalog-redo mode
+    (``catalog/redo.py``), which needs the rows themselves, not a CatalogSnapshot.
+    """
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = _gunzip(raw)
+        except zlib.error as err:
+            raise CatalogError(f"bad gzip data in catalog snapshot: {err}",
+                               file=source) from None
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_float=_JsonNumber)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise CatalogError(f"catalog snapshot is not valid JSON: {err}",
+                           file=source) from None
+    if not isinstance(data, dict):
+        raise CatalogError("catalog snapshot is not a JSON object", file=source)
+    return data
+
+
 class CatalogSnapshot:
     """The catalog of one database at one LSN (relcache + syscache equivalents)."""
 
@@ -441,18 +466,7 @@ class CatalogSnapshot:
     @classmethod
     def from_bytes(cls, raw: bytes, source: Optional[str] = None) -> CatalogSnapshot:
         """Build from the bytes of a ``.json`` or ``.json.gz`` file."""
-        if raw[:2] == b"\x1f\x8b":
-            try:
-                raw = _gunzip(raw)
-            except zlib.error as err:
-                raise CatalogError(f"bad gzip data in catalog snapshot: {err}",
-                                   file=source) from None
-        try:
-            data = json.loads(raw.decode("utf-8"), parse_float=_JsonNumber)
-        except (UnicodeDecodeError, ValueError) as err:
-            raise CatalogError(f"catalog snapshot is not valid JSON: {err}",
-                               file=source) from None
-        return cls(data, source=source)
+        return cls(decode_export_bytes(raw, source), source=source)
 
     def _error(self, message: str) -> CatalogError:
         return CatalogError(message, file=self.source)

@@ -9,10 +9,12 @@ NOTES
     ``pg_current_wal_lsn()`` recorded) and writes it with ``write_catalog``
     (gzip when FILE ends in ``.gz``); it then loads the file back through
     ``CatalogSnapshot.load`` so that a snapshot the decoder cannot read is reported
-    at once.  ``catalog export --physical --dsn DSN -o DIR`` writes the physical
-    catalog (issue 6: catalog heap files, relation maps, pg_xact, pg_multixact,
-    pg_logical/mappings, catalog.meta.json; see catalog/physical.py) through
-    ``pg_read_binary_file`` after a CHECKPOINT, then opens it back.
+    at once (``--system-columns``: the logical export of the catalog-redo mode, rows
+    with ctid / xmin / xmax / infomask; see catalog/redo.py).  ``catalog export
+    --physical --dsn DSN -o DIR`` writes the physical catalog (issue 6: catalog heap
+    files, relation maps, pg_xact, pg_multixact, pg_logical/mappings, catalog.meta.json;
+    see catalog/physical.py) through ``pg_read_binary_file`` after a CHECKPOINT, then
+    opens it back.
     ``catalog show FILE`` (FILE may be such a directory) prints a one-line summary and, with
     ``--relations``, every user relation with its filenode.  ``catalog history WAL...
     --catalog DIR`` lists every version of every user relation over the WAL range
@@ -45,6 +47,11 @@ def add_parser(sub: Any) -> None:
                         "pg_logical/mappings) through pg_read_binary_file, after a "
                         "CHECKPOINT; needs a superuser (or EXECUTE on pg_read_binary_file "
                         "and pg_read_server_files) and should run while the slot exists")
+    e.add_argument("--system-columns", action="store_true",
+                   help="also export each catalog row's ctid, xmin, xmax and infomask, the "
+                        "export's snapshot and every catalog the physical reader knows: "
+                        "the input of 'decode --catalog-redo' (take it right after "
+                        "creating the slot, before the DDL to decode; docs/catalog-modes.md)")
     e.set_defaults(run=run_export)
 
     s = csub.add_parser("show", help="summarise a catalog snapshot")
@@ -96,7 +103,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     try:
         with psycopg.connect(args.dsn) as conn:
-            data = export_catalog(conn)
+            data = export_catalog(conn, system_columns=args.system_columns)
     except psycopg.Error as err:
         raise UsageError(f"cannot export catalog from {args.dsn!r}: {err}") from None
     write_catalog(data, args.output)

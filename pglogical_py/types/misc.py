@@ -162,7 +162,9 @@ def _cash(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
 @register("enum_out")
 def _enum(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
     ti = r.info(typoid)
-    labels = dict(ti.enum_labels)
+    # a dict is copied; a live mapping (catalog/syscache.py EnumLabels: enum_out's
+    # per-value ENUMOID look-up in the decoding session) is looked up at each call
+    labels = dict(ti.enum_labels) if isinstance(ti.enum_labels, dict) else ti.enum_labels
     name = ti.typname
 
     def enum_out(b: bytes) -> str:

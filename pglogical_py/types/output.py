@@ -194,9 +194,17 @@ def catalog_type_info(catalog: Any, typoid: int) -> Optional[TypeInfo]:
         rngsubtype=int(getattr(t, "rngsubtype", 0) or getattr(t, "range_subtype", 0) or 0),
         rngtypid=int(getattr(t, "rngtypid", 0) or rngtypid),
         typoutput=str(getattr(t, "typoutput", "") or ""),
-        enum_labels=dict(getattr(t, "enum_labels", {}) or {}),
+        enum_labels=_labels(getattr(t, "enum_labels", None)),
         attributes=attributes,
     )
+
+
+def _labels(labels: Any) -> Mapping[int, str]:
+    """A catalog's enum labels: copied, unless a live mapping (the decoding session's
+    per-value ENUMOID look-ups, catalog/syscache.py EnumLabels) that must stay live."""
+    if not labels:
+        return {}
+    return dict(labels) if isinstance(labels, dict) else labels  # type: ignore[no-any-return]
 
 
 def _builtin_infos() -> Dict[int, TypeInfo]:
