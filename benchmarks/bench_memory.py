@@ -10,7 +10,8 @@
 4. pglogical_py: ``pglogical-py decode --work-mem W --stats`` in a fresh process per
    eviction policy (``largest``, PostgreSQL's, and ``oldest``) with the Parquet spill store
    (pickle where pyarrow is missing), output to /dev/null; records the process's peak RSS
-   (``ru_maxrss``), wall time, our counters and the bytes the spill files took.
+   (``ru_maxrss``), wall and user CPU time, our counters and the bytes the spill files took;
+   then once more under PyPy (``--pypy``, default .venv-pypy; its store is the pickle one).
 
 Prints one table.  The claims it checks: peak RSS below work_mem + 150 MB and not growing
 with the transaction; spill file bytes per change below PostgreSQL's spill_bytes per
@@ -38,9 +39,11 @@ sys.path.insert(0, ROOT)
 _RUNNER = ("import resource, sys\n"
            "from pglogical_py.cli import main\n"
            "rc = main(sys.argv[1:])\n"
-           "sys.stderr.write('maxrss_kb\\t%d\\n' % "
-           "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+           "ru = resource.getrusage(resource.RUSAGE_SELF)\n"
+           "sys.stderr.write('maxrss_kb\\t%d\\n' % ru.ru_maxrss)\n"
+           "sys.stderr.write('user_ms\\t%d\\n' % (ru.ru_utime * 1000))\n"
            "sys.exit(rc)\n")
+PYPY = os.path.join(ROOT, ".venv-pypy", "bin", "python")
 
 
 def capture(rows: int, args: argparse.Namespace, tmp: str) -> Dict[str, Any]:
@@ -80,9 +83,10 @@ def capture(rows: int, args: argparse.Namespace, tmp: str) -> Dict[str, Any]:
     return res
 
 
-def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str) -> Dict[str, Any]:
+def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str,
+           python: str = sys.executable) -> Dict[str, Any]:
     restart, confirmed, flush = rng
-    cmd = [sys.executable, "-c", _RUNNER, "decode", os.path.join(tmp, "wal"),
+    cmd = [python, "-c", _RUNNER, "decode", os.path.join(tmp, "wal"),
            "--catalog", os.path.join(tmp, "catalog.json.gz"), "--restart-lsn", restart,
            "--start-lsn", confirmed, "--end-lsn", flush, "--work-mem", args.work_mem,
            "--eviction", eviction, "--stats", "--no-progress",
@@ -106,6 +110,9 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--major", type=int, default=15)
     ap.add_argument("--work-mem", default="64MB")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--pypy", default=PYPY if os.path.exists(PYPY) else None,
+                    help="also decode (eviction=largest) with this PyPy, where the pickle "
+                    "store is used (default: .venv-pypy when present; '' to skip)")
     args = ap.parse_args(argv)
     results: List[Dict[str, Any]] = []
     for rows in args.rows or [1_000_000]:
@@ -114,6 +121,8 @@ def main(argv: Any = None) -> int:
             res = capture(rows, args, tmp)
             for ev in ("largest", "oldest"):
                 res[ev] = decode(tmp, res["range"], args, ev)
+            if args.pypy:
+                res["pypy"] = decode(tmp, res["range"], args, "largest", args.pypy)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         results.append(res)
@@ -121,10 +130,13 @@ def main(argv: Any = None) -> int:
         print(f"rows {rows:,}  PostgreSQL {args.major}: {res['pg_seconds']:.1f} s, "
               f"spill_count {res['pg_spill_count']}, spill_bytes {res['pg_spill_bytes']:,} "
               f"({pgb:.0f} B/change)")
-        for ev in ("largest", "oldest"):
+        for ev in ("largest", "oldest", "pypy"):
+            if ev not in res:
+                continue
             r = res[ev]
             fb = r.get("spill_file_bytes", 0)
-            print(f"  ours eviction={ev:8s} {r['seconds']:7.1f} s  peak RSS "
+            print(f"  ours {ev if ev == 'pypy' else 'eviction=' + ev:17s} {r['seconds']:7.1f} s "
+                  f"(user {r.get('user_ms', 0) / 1000:5.1f} s)  peak RSS "
                   f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB  spill_count {r.get('spill_count')} "
                   f"spill_bytes {r.get('spill_bytes', 0):,}  files {fb:,} B "
                   f"({fb / max(rows, 1):.0f} B/change)")

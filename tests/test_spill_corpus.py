@@ -22,9 +22,10 @@ from pglogical_py.lsn import parse_lsn
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
-#: counters that must equal PostgreSQL's
+#: counters that must equal PostgreSQL's (all of pg_stat_replication_slots' byte and
+#: transaction counters: total_* as ReorderBufferProcessTXN / IterTXNNext count them)
 EXACT = ("spill_txns", "spill_count", "spill_bytes", "stream_txns", "stream_count",
-         "stream_bytes")
+         "stream_bytes", "total_txns", "total_bytes")
 
 
 def _cases() -> List[Tuple[str, str]]:
@@ -55,7 +56,11 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.catalog.snapshot import CatalogSnapshot
     from pglogical_py.cli.decode import escape_tsv, parse_size
-    from pglogical_py.logical.logical import LogicalDecodingContext, scan_aborted
+    from pglogical_py.logical.logical import (
+        LogicalDecodingContext,
+        scan_aborted,
+        scan_aborted_prepared,
+    )
     from pglogical_py.logical.slot import read_slot_state, snapshot_lsn_from_name
     from pglogical_py.plugins.test_decoding import TestDecoding
     from pglogical_py.wal.xlogreader import XLogReader
@@ -89,12 +94,18 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
         TestDecoding(timezone=meta.get("timezone", "UTC")), _catalogs[catpath],
         database=state.database, start_lsn=state.confirmed_flush, options=options,
         snapshots=snaps, sink=sink, major=meta["major"], work_mem=work_mem,
-        spill_store=spill_store, eviction=eviction,
+        spill_store=spill_store, eviction=eviction, two_phase=state.two_phase,
+        two_phase_at=state.two_phase_at if state.two_phase else None,
     )
     wal = os.path.join(wdir, "wal")
     restart = state.restart_lsn
     if meta["major"] >= 18:
         ctx.reorder.aborted_xids = scan_aborted(
+            XLogReader(iter_segments(wal, start_lsn=restart), start_lsn=restart))
+    if ctx.twophase or ctx.streaming:
+        # concurrent aborts: what the commit log says at decoding time (as the CLI)
+        scan = scan_aborted if ctx.streaming else scan_aborted_prepared
+        ctx.aborted_xids = scan(
             XLogReader(iter_segments(wal, start_lsn=restart), start_lsn=restart))
     upto = parse_lsn(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"])
     ctx.decode(XLogReader(iter_segments(wal, start_lsn=restart), start_lsn=restart),

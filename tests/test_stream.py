@@ -7,7 +7,10 @@ counters); these tests pin the rules one by one.
 
 from __future__ import annotations
 
+import os
 from typing import Any, List, Optional, Set, Tuple
+
+import pytest
 
 from pglogical_py.logical.reorderbuffer import (
     CHANGE_INSERT,
@@ -96,3 +99,31 @@ def test_spill_when_nothing_is_streamable() -> None:
     _insert(rb, 10, 100)
     _insert(rb, 10, 110)
     assert ev == [] and rb.stats.spill_count == 1 and rb.stats.spill_txns == 1
+
+
+_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+
+@pytest.mark.parametrize("major", [15, 16, 17, 18])
+@pytest.mark.parametrize("optionset", ["stream_xids1_skip0", "stream_xids0_skip1"])
+def test_stream_prepare_matches_postgres(major: int, optionset: str) -> None:
+    """``stream_twophase`` fixture (two_phase slot, logical_decoding_work_mem=64kB):
+    large transactions streamed in progress, then PREPAREd -- stream_prepare -- and
+    COMMIT / ROLLBACK PREPARED later, one left prepared.  Our output is PostgreSQL's,
+    byte for byte, and so are the slot counters."""
+    import json
+
+    import test_spill_corpus as corpus  # type: ignore[import-not-found]
+
+    wdir = os.path.join(_FIXTURES, f"pg{major}", "stream_twophase")
+    if not os.path.isdir(wdir):
+        pytest.skip("no stream_twophase fixture")
+    expected = corpus.expected_output(wdir, optionset)
+    assert b"preparing streamed transaction" in expected
+    assert b"COMMIT PREPARED 'big1'" in expected and b"ROLLBACK PREPARED 'big2'" in expected
+    got, ctx = corpus.decode_with_stats(wdir, optionset)
+    assert got == expected
+    with open(os.path.join(wdir, "stats", optionset + ".json")) as f:
+        pg = json.load(f)
+    ours = ctx.stats.as_dict()
+    assert {k: ours[k] for k in pg if k in ours} == {k: pg[k] for k in pg if k in ours}

@@ -14,8 +14,9 @@ NOTES
     Layout.  ``directory`` (default: a private ``tempfile.mkdtemp``) gets one run
     directory per store, ``run-<pid>-<token>``; every ``append(xid, changes)`` writes one
     file ``xid-<xid>-<seq>.parquet`` (``.pickle``) in it: one file per transaction and
-    spill.  ``restore(xid)`` reads that xid's files in order, in batches of
-    ``MAX_CHANGES_IN_MEMORY`` (4096) changes; ``discard(xid)`` deletes them (after replay,
+    spill.  ``restore(xid)`` reads that xid's files in order, in batches bounded in bytes
+    (PostgreSQL: ``max_changes_in_memory``, 4096 changes, however large); ``discard(xid)``
+    deletes them (after replay,
     on abort, on forget); ``close()`` removes the run directory (and the private temp
     directory).  A finalizer closes a store that is garbage-collected or still open at
     interpreter exit, so an exception that unwinds the decode leaves nothing behind.
@@ -25,15 +26,30 @@ NOTES
     directory, by name) and removes every ``run-<pid>-*`` whose process no longer exists
     (as PostgreSQL's ``StartupReorderBuffer`` removes stale ``.spill`` files at startup).
 
-    Parquet schema (one row per change): ``action`` int8, ``lsn`` uint64, ``origin_id``
-    uint16, ``spc``/``db``/``relnode`` uint32, ``newtuple``/``oldtuple`` binary (the raw
-    WAL tuple), ``clear_toast`` bool, ``data`` binary (pickled payload of the non-row
-    actions: message, truncate, invalidation, command id, snapshot).  zstd compression
-    with dictionary encoding makes a row change cost well under PostgreSQL's
-    ``spill_bytes`` per change (1M-row benchmark: 13 bytes vs 157).  Memory: files are
-    written 4,096 changes per row group, and the store switches pyarrow's default memory
+    What is spilled is a transaction's ``ChangeQueue`` (logical/_changes.py): chunks of
+    ~64 kB, each a run of changes packed as a 32-byte header and the raw tuple bytes,
+    plus the few changes kept as objects (message, truncate, invalidation, command id,
+    snapshot).
+
+    Pickle store (the fallback, and PyPy's): one pickle frame per chunk, ``(bytes,
+    objects)``: spilling is a write of the packed bytes, restoring a read of them; the
+    changes are materialised by the same generator (``iter_chunk``) the in-memory queue
+    uses, one at a time, as the replay merges them.  A restored batch is one chunk.
+
+    Parquet schema (one row per change): ``lsn`` uint64, ``action`` int8, ``change``
+    binary -- the packed change as the queue holds it (32-byte header, then the raw WAL
+    new and old tuples) -- and ``data`` binary, the pickled change object of the non-row
+    actions (null for rows).  The ``change`` column is built zero-copy from the chunk
+    bytes and an offsets array (one walk over the headers, no Python object per change),
+    and read back as the same bytes, handed to ``iter_chunk``: spilling and restoring
+    cost little more than the pickle store's.  zstd compression makes a row change cost
+    far under PostgreSQL's ``spill_bytes`` per change (1M-row benchmark: ~10 bytes vs
+    157).  A row group holds ~256 kB of packed changes and row groups are read back one
+    at a time: a restored batch is bounded in bytes.  Memory: pyarrow is imported at the
+    first spill, not before (its import and pools cost ~35 MB of RSS that a decode that
+    never spills does not pay), and the store then switches pyarrow's default memory
     pool to the system allocator (``system_memory_pool=False`` to keep yours), whose
-    freed buffers go back at once: peak RSS stays near the changes held in memory.
+    freed buffers go back at once.
 
 INVARIANTS
     * ``restore(xid)`` yields exactly the changes appended for ``xid``, in order, and
@@ -50,15 +66,15 @@ import secrets
 import shutil
 import tempfile
 import weakref
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from array import array
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ..errors import SpillError
-from ..logical._spill import MAX_CHANGES_IN_MEMORY
-from ..logical.reorderbuffer import ReorderBufferChange
+from ..logical._changes import _HDR, F_OBJECT, Chunk, as_chunks, iter_chunk
 
 _RUN_PREFIX = "run-"
-#: changes per Parquet row group (and per write): bounds the writer's temporaries
-WRITE_CHUNK = MAX_CHANGES_IN_MEMORY
+#: packed bytes per Parquet row group: bounds a restored batch in bytes
+WRITE_BYTES = 256 * 1024
 
 
 def _pid_alive(pid: int) -> bool:
@@ -125,21 +141,24 @@ class _FileSpillStore:
 
     # -- SpillStore ------------------------------------------------------------------
 
-    def append(self, xid: int, changes: Sequence[Any]) -> None:
-        """ReorderBufferSerializeTXN: one file per transaction and spill."""
-        if not changes:
+    def append(self, xid: int, changes: Any) -> None:
+        """ReorderBufferSerializeTXN: one file per transaction and spill (``changes``: a
+        ChangeQueue, or a sequence of changes)."""
+        n = len(changes)
+        if not n:
             return
+        chunks = as_chunks(changes)
         self._seq += 1
         path = os.path.join(self.run_dir, f"xid-{xid}-{self._seq}{self.suffix}")
         try:
-            self._write(path, changes)
+            self._write(path, chunks)
         except OSError as e:
             raise SpillError(f"could not write spill file {path}: {e}", xid=xid) from e
         self._files.setdefault(xid, []).append(path)
-        self.spilled_changes += len(changes)
+        self.spilled_changes += n
         self.spilled_bytes += os.path.getsize(path)
 
-    def restore(self, xid: int) -> Iterator[List[Any]]:
+    def restore(self, xid: int) -> Iterator[Iterable[Any]]:
         """ReorderBufferRestoreChanges: the changes back, in batches, oldest first."""
         for path in list(self._files.get(xid, ())):
             try:
@@ -174,124 +193,163 @@ class _FileSpillStore:
 
     # -- format ----------------------------------------------------------------------
 
-    def _write(self, path: str, changes: Sequence[Any]) -> None:
+    def _write(self, path: str, chunks: Sequence[Chunk]) -> None:
         raise NotImplementedError
 
-    def _read(self, path: str) -> Iterator[List[Any]]:
+    def _read(self, path: str) -> Iterator[Iterable[Any]]:
         raise NotImplementedError
-
-
-def _change_state(c: Any) -> tuple:  # type: ignore[type-arg]
-    return (c.action, c.lsn, c.origin_id, c.spc, c.db, c.relnode, c.newtuple, c.oldtuple,
-            c.clear_toast_afterwards, c.data)
-
-
-def _change_from_state(st: Sequence[Any]) -> ReorderBufferChange:
-    return ReorderBufferChange(st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7],
-                               st[8], st[9])
 
 
 class PickleSpillStore(_FileSpillStore):
-    """The fallback store (no pyarrow, e.g. PyPy): one pickle per spill, read back in
-    batches of MAX_CHANGES_IN_MEMORY."""
+    """The fallback store (no pyarrow, e.g. PyPy): one pickle frame per packed chunk,
+    read back one chunk at a time."""
 
     suffix = ".pickle"
 
-    def _write(self, path: str, changes: Sequence[Any]) -> None:
+    def _write(self, path: str, chunks: Sequence[Chunk]) -> None:
+        proto = pickle.HIGHEST_PROTOCOL
         with open(path, "wb") as f:
-            for i in range(0, len(changes), MAX_CHANGES_IN_MEMORY):
-                pickle.dump([_change_state(c) for c in changes[i:i + MAX_CHANGES_IN_MEMORY]],
-                            f, protocol=pickle.HIGHEST_PROTOCOL)
+            for chunk in chunks:
+                pickle.dump(chunk, f, protocol=proto)
 
-    def _read(self, path: str) -> Iterator[List[Any]]:
+    def _read(self, path: str) -> Iterator[Iterable[Any]]:
         with open(path, "rb") as f:
             while True:
                 try:
-                    batch = pickle.load(f)
+                    buf, objs = pickle.load(f)
                 except EOFError:
                     return
-                yield [_change_from_state(st) for st in batch]
+                yield iter_chunk(buf, objs)
 
 
 class ParquetSpillStore(_FileSpillStore):
-    """Spill to Parquet files (pyarrow), zstd-compressed, read back in row batches."""
+    """Spill to Parquet files (pyarrow), zstd-compressed, read back a row group at a
+    time.  pyarrow is imported at the first spill."""
 
     suffix = ".parquet"
 
     def __init__(self, directory: Optional[str] = None, compression: str = "zstd",
                  system_memory_pool: bool = True) -> None:
-        import pyarrow as pa  # the only pyarrow import of the package
-
-        if system_memory_pool:
-            # process-wide: the Parquet writer and reader allocate from the default pool
-            pa.set_memory_pool(pa.system_memory_pool())
-
-        self._pa = pa
         self.compression = compression
-        # the system allocator gives freed buffers back at once (the default jemalloc /
-        # mimalloc pool keeps them: tens of MB of peak RSS after a large spill)
-        self._pool = pa.system_memory_pool() if system_memory_pool else None
-        self._schema = pa.schema([
-            ("action", pa.int8()), ("lsn", pa.uint64()), ("origin_id", pa.uint16()),
-            ("spc", pa.uint32()), ("db", pa.uint32()), ("relnode", pa.uint32()),
-            ("newtuple", pa.binary()), ("oldtuple", pa.binary()),
-            ("clear_toast", pa.bool_()), ("data", pa.binary()),
-        ])
+        self._system_memory_pool = system_memory_pool
+        self._pa: Any = None
+        self._pool: Any = None
+        self._schema: Any = None
         super().__init__(directory)
 
-    def _write(self, path: str, changes: Sequence[Any]) -> None:
-        """One file, written ``WRITE_CHUNK`` changes at a time (one row group each), so
-        the Arrow and Python temporaries stay small next to the changes themselves."""
+    def _arrow(self) -> Any:
+        """pyarrow, imported (and set up) on first use."""
+        if self._pa is None:
+            import pyarrow as pa  # the only pyarrow import of the package
+
+            if self._system_memory_pool:
+                # process-wide: the Parquet writer and reader allocate from the default
+                # pool; the system allocator gives freed buffers back at once (the
+                # default jemalloc / mimalloc pool keeps them: tens of MB of peak RSS)
+                pa.set_memory_pool(pa.system_memory_pool())
+                self._pool = pa.system_memory_pool()
+            self._schema = pa.schema([
+                ("lsn", pa.uint64()), ("action", pa.int8()), ("change", pa.binary()),
+                ("data", pa.binary()),
+            ])
+            self._pa = pa
+        return self._pa
+
+    def _write(self, path: str, chunks: Sequence[Chunk]) -> None:
+        """One file; a row group per ~``WRITE_BYTES`` of packed chunks, so the Arrow
+        temporaries stay small.  The ``change`` column is built from the chunk bytes and
+        an offsets array without a Python object per change."""
+        pa = self._arrow()
         import pyarrow.parquet as pq
 
-        pa = self._pa
+        with pq.ParquetWriter(path, self._schema, compression=self.compression,
+                              use_dictionary=["action"], write_statistics=["lsn"]) as writer:
+            group: List[Chunk] = []
+            nbytes = 0
+            for chunk in chunks:
+                group.append(chunk)
+                nbytes += len(chunk[0])
+                if nbytes >= WRITE_BYTES:
+                    self._write_group(pa, writer, group)
+                    group = []
+                    nbytes = 0
+            if group:
+                self._write_group(pa, writer, group)
+
+    def _write_group(self, pa: Any, writer: Any, group: List[Chunk]) -> None:
+        unpack = _HDR.unpack_from
+        offsets = array("i")
+        lsns = array("Q")
+        actions = array("b")
+        is_obj: List[int] = []
+        base = 0
+        for buf, _objs in group:
+            pos = 0
+            end = len(buf)
+            while pos < end:
+                lsn, action, flags, _o, _s, _d, _r, nl, ol = unpack(buf, pos)
+                offsets.append(base + pos)
+                lsns.append(lsn)
+                actions.append(action)
+                pos += 32
+                if flags & F_OBJECT:
+                    is_obj.append(len(lsns) - 1)
+                else:
+                    pos += nl + ol
+            base += end
+        offsets.append(base)
+        n = len(lsns)
+        data_buf = b"".join(buf for buf, _ in group)
         dumps = pickle.dumps
         proto = pickle.HIGHEST_PROTOCOL
-        with pq.ParquetWriter(path, self._schema, compression=self.compression) as writer:
-            for i in range(0, len(changes), WRITE_CHUNK):
-                chunk = changes[i:i + WRITE_CHUNK]
-                pool = self._pool
-                cols = [
-                    pa.array([c.action for c in chunk], pa.int8(), memory_pool=pool),
-                    pa.array([c.lsn for c in chunk], pa.uint64(), memory_pool=pool),
-                    pa.array([c.origin_id for c in chunk], pa.uint16(), memory_pool=pool),
-                    pa.array([c.spc for c in chunk], pa.uint32(), memory_pool=pool),
-                    pa.array([c.db for c in chunk], pa.uint32(), memory_pool=pool),
-                    pa.array([c.relnode for c in chunk], pa.uint32(), memory_pool=pool),
-                    pa.array([c.newtuple for c in chunk], pa.binary(), memory_pool=pool),
-                    pa.array([c.oldtuple for c in chunk], pa.binary(), memory_pool=pool),
-                    pa.array([c.clear_toast_afterwards for c in chunk], pa.bool_(),
-                             memory_pool=pool),
-                    pa.array([None if c.data is None else dumps(c.data, proto)
-                              for c in chunk], pa.binary(), memory_pool=pool),
-                ]
-                writer.write_table(pa.Table.from_arrays(cols, schema=self._schema))
+        payload: List[Optional[bytes]] = [None] * n
+        objs = [o for _, chunk_objs in group for o in chunk_objs]
+        for i, obj in zip(is_obj, objs):
+            payload[i] = dumps(obj, proto)
+        pool = self._pool
+        cols = [
+            pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(lsns)]),
+            pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(actions)]),
+            pa.Array.from_buffers(pa.binary(), n,
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(data_buf)]),
+            pa.array(payload, pa.binary(), memory_pool=pool),
+        ]
+        writer.write_table(pa.Table.from_arrays(cols, schema=self._schema))
 
-    def _read(self, path: str) -> Iterator[List[Any]]:
+    def _read(self, path: str) -> Iterator[Iterable[Any]]:
+        """One row group at a time: its ``change`` column's bytes are the packed chunks
+        again (materialised by ``iter_chunk`` as the merge reads them)."""
+        self._arrow()
         import pyarrow.parquet as pq
 
         loads = pickle.loads
         pf = pq.ParquetFile(path, memory_map=False)
         try:
-            for batch in pf.iter_batches(batch_size=MAX_CHANGES_IN_MEMORY):
-                cols = [batch.column(i).to_pylist() for i in range(10)]
-                out = []
-                for action, lsn, origin, spc, db, rel, new, old, clear, data in zip(*cols):
-                    out.append(ReorderBufferChange(
-                        action, lsn, origin, spc, db, rel, new, old, clear,
-                        None if data is None else loads(data)))
-                yield out
+            for i in range(pf.num_row_groups):
+                table = pf.read_row_group(i, columns=["change", "data"], use_threads=False)
+                changes = table.column(0).combine_chunks()
+                n = len(changes)
+                _validity, off_buf, data = changes.buffers()
+                offs = memoryview(off_buf).cast("i")
+                first = offs[changes.offset]
+                last = offs[changes.offset + n]
+                buf = data.to_pybytes()[first:last] if data is not None else b""
+                objs = [loads(x) for x in table.column(1).to_pylist() if x is not None]
+                del table, changes, data, off_buf, offs
+                yield iter_chunk(buf, objs)
         finally:
             pf.close()
 
 
 def parquet_available() -> bool:
+    """pyarrow is installed; found without importing it (the import costs ~35 MB of
+    RSS, paid at the first spill only)."""
+    import importlib.util
+
     try:
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def open_spill_store(directory: Optional[str] = None, kind: str = "auto") -> _FileSpillStore:

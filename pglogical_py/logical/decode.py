@@ -26,6 +26,18 @@ NOTES
     group, no object per record.  Tuples are kept as the raw ``xl_heap_header`` +
     data slice the WAL holds; the reorder buffer deforms them at replay.
 
+    The ingest fast path (``LogicalDecodingContext.decode`` with an ``XLogReader``):
+    ``SKIP_TABLE`` lists the record types whose whole decoding is ProcessXid (no
+    rm_decode, or a handler that ignores the type: Btree, Hash, Gin, ..., Heap2
+    PRUNE/VACUUM/VISIBLE/..., Heap LOCK/INPLACE, XLOG FPI/checkpoints, Standby
+    LOCK/INVALIDATIONS), which the reader then never materialises; ``heap_fast``
+    decodes insert / update / delete records of the reader's commonest shape in place
+    on the segment buffer, at fixed offsets (records.py, "Fast shapes").  Both take
+    exactly the general path's decisions (tests/test_decode_ingest.py holds them to
+    it).  The record layouts stay defined here rather than taken from
+    ``wal/rmgr``'s typed bodies: importing that package costs ~0.18 s per process
+    (its desc tables) and its parsers build an object per record.
+
     Timestamps (commit, prepare, abort) stay PostgreSQL ``TimestampTz`` ints
     (microseconds since 2000-01-01 UTC).
 
@@ -46,6 +58,7 @@ import struct
 from typing import Any, List, Optional, Tuple
 
 from ..errors import DecodingError
+from ..wal.records import XLogRecord
 from .reorderbuffer import (
     CHANGE_DELETE,
     CHANGE_INSERT,
@@ -62,6 +75,7 @@ from .snapbuild import RunningXacts, SnapBuildState
 # rmgrlist.h
 RM_XLOG_ID = 0
 RM_XACT_ID = 1
+RM_RELMAP_ID = 7
 RM_STANDBY_ID = 8
 RM_HEAP2_ID = 9
 RM_HEAP_ID = 10
@@ -105,6 +119,8 @@ XLOG_HEAP_UPDATE = 0x20
 XLOG_HEAP_TRUNCATE = 0x30
 XLOG_HEAP_HOT_UPDATE = 0x40
 XLOG_HEAP_CONFIRM = 0x50
+XLOG_HEAP_LOCK = 0x60
+XLOG_HEAP_INPLACE = 0x70
 XLOG_HEAP2_MULTI_INSERT = 0x50
 XLOG_HEAP2_NEW_CID = 0x70
 
@@ -142,6 +158,9 @@ _truncate = struct.Struct("<IIB")
 _multi_tuple = struct.Struct("<HHHB")
 _message = struct.Struct("<I?3xQQ")
 _prepare = struct.Struct("<IIIIqIiiiiii?xH")
+_rloc = struct.Struct("<III").unpack_from  # RelFileLocator (spcOid, dbOid, relNumber)
+_dbinfo = struct.Struct("<II").unpack_from  # xl_xact_dbinfo
+_origin = struct.Struct("<Qq").unpack_from  # xl_xact_origin
 
 
 class ParsedXact:
@@ -174,7 +193,7 @@ def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -
             pos += 4
         xinfo = p.xinfo
         if xinfo & XACT_XINFO_HAS_DBINFO:
-            p.db_id, p.ts_id = struct.unpack_from("<II", data, pos)
+            p.db_id, p.ts_id = _dbinfo(data, pos)
             pos += 8
         if xinfo & XACT_XINFO_HAS_SUBXACTS:
             n = _i32(data, pos)[0]
@@ -200,7 +219,7 @@ def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -
                 p.twophase_gid = data[pos:end].decode("utf-8", "surrogateescape")
                 pos = end + 1
         if xinfo & XACT_XINFO_HAS_ORIGIN:
-            p.origin_lsn, p.origin_timestamp = struct.unpack_from("<Qq", data, pos)
+            p.origin_lsn, p.origin_timestamp = _origin(data, pos)
     except (struct.error, ValueError) as err:
         raise DecodingError(f"malformed transaction record: {err}") from None
     return p
@@ -213,7 +232,7 @@ def parse_prepare(data: bytes) -> ParsedXact:
         (_magic, _total_len, xid, database, prepared_at, _owner, nsubxacts, ncommitrels,
          nabortrels, ncommitstats, nabortstats, ninvalmsgs, _initfileinval,
          gidlen) = _prepare.unpack_from(data, 0)
-        p.origin_lsn, p.origin_timestamp = struct.unpack_from("<Qq", data, 56)
+        p.origin_lsn, p.origin_timestamp = _origin(data, 56)
         p.xact_time = prepared_at
         p.twophase_xid = xid
         p.db_id = database
@@ -237,6 +256,7 @@ def _maxalign(n: int) -> int:
 
 
 #: SharedInvalidationMessage ids (storage/sinval.h): >= 0 catcache, then these
+SHAREDINVALCATALOG_ID = -1
 SHAREDINVALRELCACHE_ID = -2
 SizeOfSharedInvalidationMessage = 16
 
@@ -249,14 +269,20 @@ def parse_invalidations(data: bytes, pos: int) -> Invalidations:
     try:
         nmsgs = _i32(data, pos)[0]
         relids = []
+        catcache = []
         base = pos + 4
         for i in range(nmsgs):
             off = base + i * SizeOfSharedInvalidationMessage
-            if struct.unpack_from("<b", data, off)[0] == SHAREDINVALRELCACHE_ID:
+            msg_id = struct.unpack_from("<b", data, off)[0]
+            if msg_id == SHAREDINVALRELCACHE_ID:
                 relids.append(_u32(data, off + 8)[0])
+            elif msg_id >= SHAREDINVALCATALOG_ID:
+                # catcache {id, dbId, hashValue} / catalog {-1, dbId, catId} (issue 6:
+                # the syscache model, catalog/syscache.py)
+                catcache.append((msg_id, _u32(data, off + 4)[0], _u32(data, off + 8)[0]))
     except struct.error as err:
         raise DecodingError(f"malformed invalidation messages: {err}") from None
-    return Invalidations(nmsgs, tuple(relids))
+    return Invalidations(nmsgs, tuple(relids), tuple(catcache))
 
 
 def parse_running_xacts(data: bytes) -> RunningXacts:
@@ -264,6 +290,48 @@ def parse_running_xacts(data: bytes) -> RunningXacts:
     xcnt, subxcnt, _overflow, next_xid, oldest, latest = _running.unpack_from(data, 0)
     xids = struct.unpack_from(f"<{xcnt + subxcnt}I", data, 24)
     return RunningXacts(xcnt, subxcnt, next_xid, oldest, latest, xids)
+
+
+def _build_skip_table() -> bytes:
+    """The record types whose decoding is only ReorderBufferProcessXid.
+
+    Indexed by ``(rmid << 4) | (info >> 4)`` (``info``'s low four bits are XLR flags);
+    ``XLogReader.iter_decoding`` reads such records at header cost and hands their
+    xid to ``ReorderBufferProcessXid``.  This must agree with the handlers below: a
+    type listed here is one whose handler calls ``process_xid`` and then does
+    nothing (or whose rmgr has no decode routine), whatever the builder's state.
+    Transaction records are never listed (xact_decode does not ProcessXid).
+    """
+    t = bytearray(256 * 16)
+    for rmid in range(256):
+        for hi in range(16):
+            info = hi << 4
+            if rmid == RM_XLOG_ID:
+                handled = info in (XLOG_CHECKPOINT_SHUTDOWN, XLOG_END_OF_RECOVERY)
+            elif rmid == RM_XACT_ID or rmid == RM_LOGICALMSG_ID:
+                handled = True
+            elif rmid == RM_STANDBY_ID:
+                handled = info == XLOG_RUNNING_XACTS
+            elif rmid == RM_HEAP2_ID:
+                handled = info & XLOG_HEAP_OPMASK in (XLOG_HEAP2_MULTI_INSERT, XLOG_HEAP2_NEW_CID)
+            elif rmid == RM_HEAP_ID:
+                # LOCK and INPLACE carry nothing decode.c reads
+                handled = info & XLOG_HEAP_OPMASK not in (XLOG_HEAP_LOCK, XLOG_HEAP_INPLACE)
+            elif rmid == RM_RELMAP_ID:
+                handled = info == 0  # XLOG_RELMAP_UPDATE: relmap_decode (issue 6)
+            else:
+                handled = False  # no rm_decode: LogicalDecodingProcessRecord's else branch
+            t[(rmid << 4) | hi] = 0 if handled else 1
+    return bytes(t)
+
+
+# the members themselves, bound once: on CPython 3.11 ``SnapBuildState.X`` is an enum
+# class attribute lookup of ~0.3 us, paid per heap record
+_FULL_SNAPSHOT = SnapBuildState.FULL_SNAPSHOT
+_CONSISTENT = SnapBuildState.CONSISTENT
+
+#: ``XLogReader.iter_decoding``'s skip table (see _build_skip_table)
+SKIP_TABLE = _build_skip_table()
 
 
 class LogicalDecoder:
@@ -286,6 +354,7 @@ class LogicalDecoder:
             RM_HEAP2_ID: self.heap2_decode,
             RM_HEAP_ID: self.heap_decode,
             RM_LOGICALMSG_ID: self.logicalmsg_decode,
+            RM_RELMAP_ID: self.relmap_decode,
         }
 
     def process_record(self, record: Any) -> None:
@@ -340,12 +409,20 @@ class LogicalDecoder:
         if info == XLOG_CHECKPOINT_SHUTDOWN or info == XLOG_END_OF_RECOVERY:
             self.builder.serialization_point(record.lsn)
 
+    # -- RM_RELMAP_ID (issue 6: the physical catalog's relation map history) ------------
+
+    def relmap_decode(self, record: Any) -> None:
+        """No rm_decode in PostgreSQL (ReorderBufferProcessXid only); the new map of an
+        XLOG_RELMAP_UPDATE is also handed to the catalog (``ctx.relmap_update``)."""
+        self.reorder.process_xid(record.xid, record.lsn)
+        self.ctx.relmap_update(record.lsn, record.info, record.main_data)
+
     # -- RM_XACT_ID ---------------------------------------------------------------
 
     def xact_decode(self, record: Any) -> None:
         """xact_decode."""
         builder = self.builder
-        if builder.state < SnapBuildState.FULL_SNAPSHOT:
+        if builder.state < _FULL_SNAPSHOT:
             return
         info = record.info & XLOG_XACT_OPMASK
         if info == XLOG_XACT_COMMIT or info == XLOG_XACT_COMMIT_PREPARED:
@@ -419,7 +496,7 @@ class LogicalDecoder:
         if not reorder.remember_prepare_info(xid, record.lsn, record.end_lsn, prepare_time,
                                              origin_id, origin_lsn):
             return
-        if self.builder.state < SnapBuildState.CONSISTENT:
+        if self.builder.state < _CONSISTENT:
             reorder.skip_prepare(xid)
             return
         if self._txn_need_skip(record.lsn, parsed.db_id, origin_id):
@@ -465,7 +542,7 @@ class LogicalDecoder:
         xid = record.xid
         self.reorder.process_xid(xid, record.lsn)
         builder = self.builder
-        if builder.state < SnapBuildState.FULL_SNAPSHOT:
+        if builder.state < _FULL_SNAPSHOT:
             return
         info = record.info & XLOG_HEAP_OPMASK
         if info == XLOG_HEAP2_MULTI_INSERT:
@@ -481,10 +558,17 @@ class LogicalDecoder:
 
     def heap_decode(self, record: Any) -> None:
         """heap_decode: insert, update, delete, truncate, speculative confirm."""
+        if (
+            record.__class__ is XLogRecord
+            and record._blocks is None
+            and self.heap_fast(record.raw, 0, record.info, record._main_off,
+                               record.main_data_len, record.xid, record.lsn)
+        ):
+            return
         xid = record.xid
         self.reorder.process_xid(xid, record.lsn)
         builder = self.builder
-        if builder.state < SnapBuildState.FULL_SNAPSHOT:
+        if builder.state < _FULL_SNAPSHOT:
             return
         info = record.info & XLOG_HEAP_OPMASK
         if info == XLOG_HEAP_INSERT:
@@ -503,6 +587,82 @@ class LogicalDecoder:
             if builder.process_change(xid, record.lsn):
                 self.decode_spec_confirm(record)
         # INPLACE, LOCK: nothing to decode
+
+    def heap_fast(self, d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
+                  lsn: int) -> bool:
+        """heap_decode + DecodeInsert / DecodeUpdate / DecodeDelete, read in place.
+
+        For a record of the reader's first fast shape (records.py: block #0 with its
+        RelFileLocator, no image, its data at 46 when there is main data, main data at
+        ``main_off``; no origin, no top-level xid) lying at ``d[o:]`` -- the segment
+        buffer when the reader calls this from ``iter_decoding``, ``record.raw`` from
+        ``heap_decode``.  Returns False, having done nothing, for anything else (the
+        other heap types, the other shape, short main data): the caller decodes the
+        record in full.  Same decisions, same order as the general path below; when
+        it returns True it has done ReorderBufferProcessXid for ``xid`` (the reader's
+        contract for fast handlers).
+        """
+        op = info & XLOG_HEAP_OPMASK
+        if op == XLOG_HEAP_INSERT:
+            if main_len != SizeOfHeapInsert:
+                return False
+        elif op == XLOG_HEAP_UPDATE or op == XLOG_HEAP_HOT_UPDATE:
+            if main_len < SizeOfHeapUpdate:
+                return False
+        elif op == XLOG_HEAP_DELETE:
+            if main_len < SizeOfHeapDelete:
+                return False
+        else:
+            return False
+        if d[o + 24] != 0:  # the other fast shape: main data only
+            return False
+        reorder = self.reorder
+        reorder.process_xid(xid, lsn)
+        builder = self.builder
+        if builder.state < _FULL_SNAPSHOT or not builder.process_change(xid, lsn):
+            return True
+        mo = o + main_off
+        if op == XLOG_HEAP_INSERT:
+            flags = d[mo + 2]
+            if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+                return True
+            spc, db, rel = _rloc(d, o + 28)
+            if db != self.database:
+                return True
+            # no origin block in this shape: InvalidRepOriginId, never filtered
+            reorder.queue_change(xid, lsn, ReorderBufferChange(
+                CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE
+                else CHANGE_INSERT, 0, 0, spc, db, rel, d[o + 46 : mo]),
+                (flags & XLH_INSERT_ON_TOAST_RELATION) != 0)
+            return True
+        spc, db, rel = _rloc(d, o + 28)
+        if db != self.database:
+            return True
+        flags = d[mo + 7]
+        if op == XLOG_HEAP_DELETE:
+            change = ReorderBufferChange(
+                CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER else CHANGE_DELETE,
+                0, 0, spc, db, rel, None,
+                d[mo + SizeOfHeapDelete : mo + main_len]
+                if flags & XLH_DELETE_CONTAINS_OLD else None)
+        else:
+            # block data (at 46: main data follows) is the new tuple
+            change = ReorderBufferChange(
+                CHANGE_UPDATE, 0, 0, spc, db, rel,
+                d[o + 46 : mo] if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else None,
+                d[mo + SizeOfHeapUpdate : mo + main_len]
+                if flags & XLH_UPDATE_CONTAINS_OLD else None)
+        reorder.queue_change(xid, lsn, change)
+        return True
+
+    def fast_table(self) -> List[Any]:
+        """``XLogReader.iter_decoding``'s ``fast`` table: Heap types to ``heap_fast``."""
+        t: List[Any] = [None] * (256 * 16)
+        for hi in range(16):
+            if (hi << 4) & XLOG_HEAP_OPMASK in (XLOG_HEAP_INSERT, XLOG_HEAP_UPDATE,
+                                                XLOG_HEAP_HOT_UPDATE, XLOG_HEAP_DELETE):
+                t[(RM_HEAP_ID << 4) | hi] = self.heap_fast
+        return t
 
     def _block0(self, record: Any) -> Any:
         blk = record.blocks[0] if record.blocks else None
@@ -628,7 +788,7 @@ class LogicalDecoder:
         xid = record.xid
         self.reorder.process_xid(xid, record.lsn)
         builder = self.builder
-        if builder.state < SnapBuildState.FULL_SNAPSHOT:
+        if builder.state < _FULL_SNAPSHOT:
             return
         main = record.main_data
         db_id, transactional, prefix_size, message_size = _message.unpack_from(main, 0)
@@ -638,7 +798,7 @@ class LogicalDecoder:
         if transactional:
             if not builder.process_change(xid, record.lsn):
                 return
-        elif builder.state != SnapBuildState.CONSISTENT or builder.xact_needs_skip(record.lsn):
+        elif builder.state != _CONSISTENT or builder.xact_needs_skip(record.lsn):
             return
         prefix = main[24 : 24 + prefix_size]
         nul = prefix.find(b"\0")

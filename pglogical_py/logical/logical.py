@@ -45,6 +45,14 @@ NOTES
     context keeps that set of keys (``catalog_access``) and, given the rolled-back
     xids (``scan_aborted_prepared`` over the WAL), raises where PostgreSQL would.
 
+    Syscache.  With a physical catalog, ``ctx.catalog`` is a ``SessionCatalog``
+    (catalog/syscache.py): the historic snapshot's catalog with the session's cached
+    TYPEOID / NAMESPACEOID rows in place, and enum labels looked up per value.
+    ``catalog_access`` loads what a reported look-up reads (``SysCache.note_access``);
+    executed catcache / catalog invalidation messages (``invalidate_catcache``) drop
+    entries, make their look-ups cold and bump ``cache_epoch``.  XLOG_RELMAP_UPDATE
+    records reach the physical catalog through ``relmap_update``.
+
 INVARIANTS
     * Rows come out in the order the plugin writes them.
     * ``write_location`` / ``write_xid`` are set by the wrappers only.
@@ -66,8 +74,9 @@ from typing import (
 )
 
 from ..errors import UnknownRelationError, UsageError
+from ..wal.xlogreader import XLogReader
 from ._memory import DecodingStats
-from .decode import LogicalDecoder
+from .decode import SKIP_TABLE, LogicalDecoder
 from .reorderbuffer import ConcurrentAbort, ReorderBuffer, ReorderBufferChange, ReorderBufferTXN
 from .snapbuild import SnapBuild, SnapBuildState
 
@@ -207,6 +216,17 @@ class LogicalDecodingContext:
             self._base_catalog = catalog
         self.database = database
         self.major = major
+        #: the session's TYPEOID / NAMESPACEOID / ENUMOID entries (catalog/syscache.py):
+        #: with a physical catalog, look-ups keep what they loaded until invalidated
+        self.syscache: Any = None
+        #: the catalog of the historic snapshot in force, before the syscache's rows
+        self._catalog_base: Any = None
+        #: ctx.catalog with a physical catalog (catalog/syscache.py SessionCatalog)
+        self._session_catalog: Any = None
+        if self.physical is not None:
+            from ..catalog.syscache import SysCache
+
+            self.syscache = SysCache(major or 15, database)
         self.output_plugin_options: List[Tuple[str, Optional[str]]] = list(options)
         self.output_plugin_private: Any = None
         self.out = bytearray()
@@ -264,6 +284,17 @@ class LogicalDecodingContext:
                 cat = self._base_catalog
             else:
                 cat = self.physical.catalog_at(self._historic)
+            self._catalog_base = cat
+            if self.syscache is not None:
+                view = self.syscache.view(cat)
+                proxy = self._session_catalog
+                if proxy is None or proxy.view is not view:
+                    from ..catalog.syscache import SessionCatalog
+
+                    proxy = SessionCatalog(view, self.syscache, self._snapshot_catalog,
+                                           self.catalog_access)
+                    self._session_catalog = proxy
+                cat = proxy
             self._catalog_now = cat
         return cat
 
@@ -271,6 +302,13 @@ class LogicalDecodingContext:
     def catalog(self, value: Any) -> None:
         self._base_catalog = value
         self._catalog_now = None
+
+    def _snapshot_catalog(self) -> Any:
+        """The catalog of the historic snapshot in force (before the syscache's rows):
+        where a syscache miss loads from."""
+        if self._catalog_now is None:
+            self.catalog  # noqa: B018 - computes _catalog_base
+        return self._catalog_base
 
     def setup_historic_snapshot(self, snap: Any, txn: Optional[ReorderBufferTXN],
                                 command_id: int, copied: bool) -> None:
@@ -334,6 +372,27 @@ class LogicalDecodingContext:
                 del rfn[k]
         self.cache_epoch += 1
 
+    def invalidate_catcache(self, msgs: Sequence[Tuple[int, int, int]]) -> None:
+        """Catcache / catalog invalidation messages executed (CatalogCacheIdInvalidate,
+        CatalogCacheFlushCatalog): matching syscache entries go, the look-ups that had
+        loaded them go cold, and the catalog the session sees is recomposed."""
+        if self.syscache is None:
+            return
+        gen = self.syscache.generation
+        gone = self.syscache.invalidate(msgs)
+        if self.syscache.generation == gen:
+            return
+        for key in gone:
+            self._catalog_cache.discard(key)
+        self._catalog_now = None
+        self.cache_epoch += 1
+
+    def relmap_update(self, lsn: int, info: int, main_data: bytes) -> None:
+        """An XLOG_RELMAP_UPDATE decoded: the physical catalog follows the relation map
+        (``PhysicalCatalog.note_relmap_update``); nothing to do without one."""
+        if self.physical is not None and (info & 0xF0) == 0:
+            self.physical.note_relmap_update(lsn, main_data)
+
     # -- catalog adapters -----------------------------------------------------------
 
     def _relation_by_filenode(self, spc: int, db: int, relnode: int, lsn: int) -> Any:
@@ -381,6 +440,10 @@ class LogicalDecodingContext:
         if self.check_xid_alive and self.check_xid_alive in self.aborted_xids:
             raise ConcurrentAbort(self.check_xid_alive)
         self._catalog_cache.add(key)
+        if self.syscache is not None and (key[0] == "type" or key[0] == "nsp"):
+            # SearchCatCache misses: load from the catalog of the snapshot in force
+            view = self.catalog.view
+            self.syscache.note_access(key, self._catalog_base, view)
 
     # -- output (OutputPluginPrepareWrite / OutputPluginWrite) -------------------------
 
@@ -402,6 +465,20 @@ class LogicalDecodingContext:
         self._sink(self.write_location, self.write_xid, bytes(self.out))
         self.prepared_write = False
 
+    def catalog_token(self) -> Tuple[Any, int]:
+        """What the relations looked up for a change depend on: the catalog the
+        historic snapshot in force sees, and the invalidations executed so far
+        (``cache_epoch``).  The change loop keeps its relation look-ups while the
+        token stays the same (catalog compared by identity)."""
+        return (self.catalog, self.cache_epoch)
+
+    def write_data(self, data: bytes) -> None:
+        """OutputPluginPrepareWrite + appendBinaryStringInfo + OutputPluginWrite of a
+        whole row in one call (the plugin built ``data`` itself)."""
+        if not self.accept_writes:
+            raise UsageError("writes are only accepted in commit, begin and change callbacks")
+        self._sink(self.write_location, self.write_xid, data)
+
     # -- wrappers (logical.c) ----------------------------------------------------------
 
     def _wire_callbacks(self) -> None:
@@ -419,6 +496,8 @@ class LogicalDecodingContext:
         rb.cb_catalog_access = self.catalog_access
         rb.cb_snapshot = self.setup_historic_snapshot
         rb.cb_invalidate = self.invalidate_relcache
+        rb.cb_catalog_token = self.catalog_token
+        rb.cb_invalidate_catcache = self.invalidate_catcache
         rb.can_start_streaming = self.can_start_streaming
         rb.cb_stream_start = self.stream_start_cb_wrapper
         rb.cb_stream_stop = self.stream_stop_cb_wrapper
@@ -601,9 +680,18 @@ class LogicalDecodingContext:
         """The loop of pg_logical_slot_get_changes_guts.
 
         Feeds every record; with ``upto_lsn`` stops after the first record whose end
-        reaches it.
+        reaches it.  An ``XLogReader`` is read in decoding mode (``iter_decoding``):
+        records whose decoding is only ProcessXid are not materialised and common heap
+        records are decoded in place (decode.py ``SKIP_TABLE`` / ``heap_fast``).
         """
         process = self.decoder.process_record
+        if isinstance(records, XLogReader):
+            # the reader reads the records decode.c only ProcessXids at header cost
+            # and stops after the record that reaches ``upto_lsn`` itself
+            for record in records.iter_decoding(SKIP_TABLE, self.reorder.process_xid,
+                                                upto_lsn, self.decoder.fast_table()):
+                process(record)
+            return
         if upto_lsn:
             for record in records:
                 process(record)

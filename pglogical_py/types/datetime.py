@@ -32,7 +32,7 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import Callable, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from pglogical_py.errors import UsageError
 from pglogical_py.types._tz import load_zone
@@ -50,6 +50,8 @@ _I4 = struct.Struct("<i").unpack
 _I8 = struct.Struct("<q").unpack
 _TIMETZ = struct.Struct("<qi").unpack
 _INTERVAL = struct.Struct("<qii").unpack
+_P4 = struct.Struct("<i").pack
+_P8 = struct.Struct("<q").pack
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
           "Dec")
@@ -434,3 +436,100 @@ def _interval(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
         return encode_interval(month, day, time, istyle)
 
     return interval_out
+
+
+# -- fast ISO output on the unpacked datum (the decode hot path) ----------------------
+
+#: entries kept per fast output function before its cache is dropped and refilled
+_FAST_CACHE_MAX = 65536
+#: ``%02d`` of the seconds: concatenation is cheap on both interpreters, a
+#: multi-argument bytes ``%`` is not on PyPy
+_SEC2 = tuple(b"%02d" % i for i in range(60))
+
+
+def fast_iso_output(typoid: int, s: OutputSettings) -> Optional[Callable[[int], bytes]]:
+    """date_out / timestamp_out / timestamptz_out under DateStyle ISO, as ASCII bytes
+    of the already unpacked int datum; None for other types and styles.
+
+    The text is the same as the ``OutputFn`` of the type (which handles what the cache
+    does not: infinities, BC years, zone offsets with seconds, minutes holding a zone
+    transition).  Speed: the date and ``hh:mm`` part (and for timestamptz the zone's
+    ``+hh``) are cached per day / minute, so a value costs one ``divmod``, one dict
+    look-up and one ``%`` format.
+    """
+    style, _order = parse_datestyle(s.datestyle)
+    if style != STYLE_ISO:
+        return None
+    cache: Dict[int, Any] = {}
+    if typoid == 1082:  # DATEOID
+        slow_d = _date(typoid, s, None)  # type: ignore[arg-type]
+
+        def date_fast(v: int) -> bytes:
+            t = cache.get(v)
+            if t is None:
+                if len(cache) >= _FAST_CACHE_MAX:
+                    cache.clear()
+                t = slow_d(_P4(v)).encode("ascii")
+                cache[v] = t
+            return t  # type: ignore[no-any-return]
+
+        return date_fast
+    if typoid == 1114:  # TIMESTAMPOID
+        slow_ts = _timestamp(typoid, s, None)  # type: ignore[arg-type]
+
+        def minute_ts(m: int) -> Any:
+            y, mo, d, h, mi, _sec, _f = _split(m * 60000000)
+            if y <= 0:
+                return None
+            return b"%04d-%02d-%02d %02d:%02d:" % (y, mo, d, h, mi)
+
+        def timestamp_fast(v: int) -> bytes:
+            usec_s, fsec = divmod(v, 1000000)
+            m, sec = divmod(usec_s, 60)
+            try:
+                p = cache[m]
+            except KeyError:
+                if len(cache) >= _FAST_CACHE_MAX:
+                    cache.clear()
+                p = cache[m] = None if v in (INT64_MIN, INT64_MAX) else minute_ts(m)
+            if p is None:
+                return slow_ts(_P8(v)).encode("ascii")  # type: ignore[no-any-return]
+            if fsec:
+                return p + _SEC2[sec] + b"." + (b"%06d" % fsec).rstrip(b"0")  # type: ignore[no-any-return]
+            return p + _SEC2[sec]  # type: ignore[no-any-return]
+
+        return timestamp_fast
+    if typoid == 1184:  # TIMESTAMPTZOID
+        slow_tz = _timestamptz(typoid, s, None)  # type: ignore[arg-type]
+        localtime = load_zone(s.timezone, s.tzdata).localtime
+
+        def minute_tz(m: int) -> Any:
+            unix = m * 60 + _EPOCH_SHIFT
+            info = localtime(unix)
+            utoff = info[0]
+            if utoff % 60 or localtime(unix + 59) != info:
+                return None  # an offset with seconds, or a transition inside the minute
+            y, mo, d, h, mi, _sec, _f = _split((m * 60 + utoff) * 1000000)
+            if y <= 0:
+                return None
+            return (b"%04d-%02d-%02d %02d:%02d:" % (y, mo, d, h, mi),
+                    encode_timezone(-utoff).encode("ascii"))
+
+        def timestamptz_fast(v: int) -> bytes:
+            usec_s, fsec = divmod(v, 1000000)
+            m, sec = divmod(usec_s, 60)
+            try:
+                p = cache[m]
+            except KeyError:
+                if len(cache) >= _FAST_CACHE_MAX:
+                    cache.clear()
+                p = cache[m] = None if v in (INT64_MIN, INT64_MAX) else minute_tz(m)
+            if p is None:
+                return slow_tz(_P8(v)).encode("ascii")  # type: ignore[no-any-return]
+            if fsec:
+                return (p[0] + _SEC2[sec] + b"."  # type: ignore[no-any-return]
+                        + (b"%06d" % fsec).rstrip(b"0") + p[1])
+            return p[0] + _SEC2[sec] + p[1]  # type: ignore[no-any-return]
+
+        return timestamptz_fast
+    return None

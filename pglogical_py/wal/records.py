@@ -27,6 +27,15 @@ NOTES
     ``(major, rmid, info)`` in a module dict (rm_identify depends on nothing else), and
     ``body`` calls ``rmgr.parse_body`` bound once, not through the import check.
 
+    Fast shapes.  A record left with ``_blocks`` None is one of the two shapes above,
+    and its layout is then fixed, which decode.py relies on to read heap records at
+    fixed offsets: either only short main data (``raw[24] == 255``, main data at 26),
+    or (``raw[24] == 0``) block #0's 20-byte header -- fork_flags at 25, data_length
+    at 26, RelFileLocator (spcOid, dbOid, relNumber) at 28, blkno at 40 -- then, when
+    there is main data, ``255, main_len`` at 44 and the block data at 46 (without
+    main data, at 44), and the main data at ``_main_off`` right after the block
+    data.  Neither shape has an image, an origin or a top-level-xid block.
+
     Holes in the block-id space.  PostgreSQL keeps ``blocks[0..max_block_id]`` with an
     ``in_use`` flag; here ``blocks`` holds only the references in use, in increasing
     ``block_id`` order, and ``block(block_id)`` finds one by id.

@@ -45,6 +45,21 @@ NOTES
     bulk-insert WAL (601,294 records, 67 MB) PyPy 0.62 -> 0.49 s, whole process with
     CRC; pg_waldump 15 text output takes 0.22-0.38 s and 0.46-0.58 s there.
 
+    Decoding mode (``iter_decoding``, what ``LogicalDecodingContext.decode`` uses).
+    Half the records of an insert-heavy WAL are index records decode.c never looks
+    at: for them LogicalDecodingProcessRecord only does ReorderBufferProcessXid.  The
+    decoder hands the reader a table of such record types; a record of one is read
+    at header cost -- the page and record header checks and the CRC as always, then
+    the shape test of the two commonest shapes (done in place on the segment buffer,
+    no slice), which also proves it has no top-level-xid block -- and is not
+    yielded: its xid goes to a callback (once per run of such records of one xid).
+    A record of another shape is decoded in full (DecodeXLogRecord's checks) and
+    skipped only when it names no top-level xid (AssignChild needs it).  A second
+    table maps record types to handlers that decode a record of the commonest shape
+    where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
+    common heap record costs neither an ``XLogRecord`` nor a copy of the record.
+    Measured figures: docs/performance.md, "Decode profile: ingest (issue 7)".
+
     ``iter(reader)`` validates the first segment and positions the reader at once
     (so ``major`` / ``segment_size`` are known and a non-WAL input fails there);
     records are then read lazily.  ``records_read``, ``first_record_lsn`` and
@@ -111,19 +126,22 @@ INVARIANTS
     first one, and after an overwritten contrecord, where it links to the last
     complete record -- which is the previous yielded one too).
     Every yielded record passed the page-header, record-header, CRC (unless
-    ``verify_crc=False``) and DecodeXLogRecord checks.
-    Iteration either ends with ``end_of_wal``/``end_reason`` set, or raises a
-    ``WalError`` subclass naming the file and the LSN; never another exception type
-    for bad input.
+    ``verify_crc=False``) and DecodeXLogRecord checks; so did every record skipped
+    or handed to a fast handler in decoding mode.
+    Iteration either ends with ``end_of_wal``/``end_reason`` set (in decoding mode
+    also: right after the record reaching ``upto_lsn``, as a consumer's ``break``), or
+    raises a ``WalError`` subclass naming the file and the LSN; never another
+    exception type for bad input (a fast handler's ``DecodingError`` aside).
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import (
+    DecodingError,
     MissingSegmentError,
     NotWalError,
     UsageError,
@@ -192,6 +210,10 @@ _BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
 _IMG_HDR = struct.Struct("<HHB")  # bimg_len, hole_offset, bimg_info
 _RLOC_BLK = struct.Struct("<IIII")  # spcOid, dbOid, relNumber, blkno
 _BLK0 = struct.Struct("<BHIIII")  # fork_flags, data_length, RelFileLocator, blkno
+
+#: iter_decoding's per-record-type handler:
+#: ``fn(data, off, info, main_off, main_len, xid, lsn) -> handled``
+FastHandler = Callable[[bytes, int, int, int, int, int, int], bool]
 
 _WAL_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
 
@@ -806,6 +828,47 @@ class XLogReader:
 
     def __iter__(self) -> Iterator[XLogRecord]:
         """Start reading: the first segment is validated here, records come lazily."""
+        return self._start(None, None, 0)
+
+    def iter_decoding(
+        self,
+        skip: bytes,
+        on_xid: Callable[[int, int], None],
+        upto_lsn: int = 0,
+        fast: Optional[Sequence[Optional[FastHandler]]] = None,
+    ) -> Iterator[XLogRecord]:
+        """Iterate for logical decoding: records no one reads are not materialised.
+
+        ``skip[(rmid << 4) | (info >> 4)]`` non-zero marks a record type whose decoding
+        is only ``ReorderBufferProcessXid`` (decode.py builds the table).  Such a record
+        is read at near header cost -- header checks, CRC, and the length checks of
+        the two commonest shapes, which also prove it has no top-level-xid block --
+        and not yielded: ``on_xid(xid, lsn)`` gets its xid instead (once per run of
+        skipped records of one xid, when not InvalidTransactionId).  A record of
+        another shape is decoded in full first; one that names its top-level xid is
+        yielded whatever its type.  With ``upto_lsn`` iteration ends after the
+        (yielded or skipped) record whose end reaches it, as
+        pg_logical_slot_get_changes_guts' loop does.
+
+        ``fast[(rmid << 4) | (info >> 4)]``, when given and not None, is called for a
+        record of one of the two commonest shapes (no origin, no top-level xid) as
+        ``fn(data, off, info, main_off, main_len, xid, lsn)``, the record lying at
+        ``data[off:off + tot_len]`` (the segment buffer: no copy is made) and its main
+        data at ``off + main_off``; when it returns True it has decoded the record and
+        nothing is yielded, otherwise the record is yielded as usual; a handler
+        returning True must have done ``on_xid``'s work for the record's xid (so
+        skipped records of that xid right after it do not report it again).  A
+        ``DecodingError`` it raises without an LSN gets the record's LSN and file.
+        """
+        return self._start(skip, on_xid, upto_lsn, fast)
+
+    def _start(
+        self,
+        skip: Optional[bytes],
+        on_xid: Optional[Callable[[int, int], None]],
+        upto_lsn: int,
+        fast: Optional[Sequence[Optional[FastHandler]]] = None,
+    ) -> Iterator[XLogRecord]:
         if self._started:
             raise UsageError("an XLogReader can be iterated only once")
         self._started = True
@@ -833,9 +896,17 @@ class XLogReader:
         except _EndOfInput as e:
             self._finish_input(e)
             return iter(())
-        return self._walk(rec_ptr, start_lsn)
+        return self._walk(rec_ptr, start_lsn, skip, on_xid, upto_lsn, fast)
 
-    def _walk(self, rec_ptr: int, start_lsn: int) -> Iterator[XLogRecord]:
+    def _walk(
+        self,
+        rec_ptr: int,
+        start_lsn: int,
+        skip: Optional[bytes] = None,
+        on_xid: Optional[Callable[[int, int], None]] = None,
+        upto_lsn: int = 0,
+        fast: Optional[Sequence[Optional[FastHandler]]] = None,
+    ) -> Iterator[XLogRecord]:
         blcksz = self.xlog_blcksz
         mask = blcksz - 1
         seg_size = self.segment_size
@@ -863,6 +934,16 @@ class XLogReader:
         buf = b""
         name = ""
         count = 0
+        # decoding mode (iter_decoding): skipped records' xids go to ``on_xid``, a run
+        # of skipped records of one xid reports it once (``last_xid``); the walk ends
+        # after the record whose end reaches ``upto_lsn``
+        stop_at = upto_lsn if upto_lsn else 1 << 65
+        last_xid = 0
+        skipped = False
+        fast_fn: Optional[FastHandler] = None
+        d = b""
+        o = 0
+        main_off = main_len = 0
         try:
             while True:
                 try:
@@ -930,12 +1011,14 @@ class XLogReader:
                         if rec_ptr + tot_len > end:
                             self._reached_end(rec_ptr)
                             return
-                        raw = buf[off : off + tot_len]
                         next_ptr = rec_ptr + ((tot_len + 7) & ~7)
                         # ---- ValidXLogRecord -------------------------------
                         if verify:
                             if c_extend is not None:
-                                calc = c_extend(c_extend(0, raw[24:]), raw[:20])  # type: ignore[operator]
+                                calc = c_extend(  # type: ignore[operator]
+                                    c_extend(0, buf[off + 24 : off + tot_len]),  # type: ignore[operator]
+                                    buf[off : off + 20],
+                                )
                             else:
                                 # crc32c.xlog_record_crc_python written out here
                                 # (its loop; the header step is a call without a
@@ -1009,9 +1092,62 @@ class XLogReader:
                         next_ptr += seg_size - 1
                         next_ptr -= next_ptr % seg_size
                     # ---- DecodeXLogRecord ----------------------------------
-                    blocks, main_off, main_len, origin, toplevel = decode(
-                        raw, tot_len, rec_ptr, rec_name, True
-                    )
+                    # The two commonest shapes (see _decode_record's fast paths, whose
+                    # decisions these are), read where the record lies -- the segment
+                    # buffer or the reassembled copy -- so that a record skipped in
+                    # decoding mode is never sliced: only short main data; one block
+                    # #0 with its RelFileLocator and no image, then optional short main
+                    # data.  Neither can hold an origin or a top-level-xid block.
+                    if single:
+                        d = buf
+                        o = off
+                    else:
+                        d = raw
+                        o = 0
+                    main_len = -1  # not a fast shape
+                    fast_fn = None
+                    if tot_len > 25:
+                        first = d[o + 24]
+                        if first == 255:
+                            if d[o + 25] + 26 == tot_len:
+                                main_off = 26
+                                main_len = tot_len - 26
+                        elif first == 0 and tot_len >= 44 and not (d[o + 25] & 0x90):
+                            dl = d[o + 26] | (d[o + 27] << 8)
+                            if (dl != 0) == ((d[o + 25] & 0x20) != 0):
+                                rest = tot_len - 44 - dl
+                                if rest == 0:
+                                    main_off = 44 + dl
+                                    main_len = 0
+                                elif rest > 1 and d[o + 44] == 255 and d[o + 45] == rest - 2:
+                                    main_off = 46 + dl
+                                    main_len = rest - 2
+                    elif tot_len == SizeOfXLogRecord:
+                        main_off = SizeOfXLogRecord
+                        main_len = 0
+                    if main_len >= 0:
+                        blocks = None  # XLogRecord.blocks decodes them on access
+                        origin = toplevel = 0
+                        if skip is not None:
+                            k = (rmid << 4) | (info >> 4)
+                            skipped = skip[k] != 0
+                            if fast is not None and not skipped:
+                                fast_fn = fast[k]
+                        if single and not skipped and fast_fn is None:
+                            raw = buf[off : off + tot_len]
+                    else:
+                        if single:
+                            raw = buf[off : off + tot_len]
+                        blocks, main_off, main_len, origin, toplevel = decode(
+                            raw, tot_len, rec_ptr, rec_name, True
+                        )
+                        # a record naming its top-level xid is never skipped: the
+                        # decoder assigns the subtransaction from it (AssignChild)
+                        skipped = (
+                            skip is not None
+                            and not toplevel
+                            and skip[(rmid << 4) | (info >> 4)] != 0
+                        )
                 except _EndOfWal as e:
                     self._finish(e.reason, e.lsn, e.fail_page)
                     return
@@ -1023,6 +1159,34 @@ class XLogReader:
                     if not count:
                         self.first_record_lsn = rec_ptr
                     count += 1
+                    if skipped:
+                        if xid and xid != last_xid:
+                            on_xid(xid, rec_ptr)  # type: ignore[misc]
+                            last_xid = xid
+                        if next_ptr >= stop_at:
+                            return
+                        rec_ptr = next_ptr
+                        continue
+                    last_xid = 0
+                    if fast_fn is not None:
+                        try:
+                            done = fast_fn(d, o, info, main_off, main_len, xid, rec_ptr)
+                        except DecodingError as err:
+                            if err.lsn is not None:
+                                raise
+                            raise type(err)(
+                                err.message, lsn=rec_ptr, file=rec_name, xid=err.xid
+                            ) from None
+                        if done:
+                            # the handler did ProcessXid: skipped records of the
+                            # same xid right after it need not report it again
+                            last_xid = xid
+                            if next_ptr >= stop_at:
+                                return
+                            rec_ptr = next_ptr
+                            continue
+                        if single:
+                            raw = buf[off : off + tot_len]
                     yield Record(
                         rec_ptr,
                         next_ptr,
@@ -1041,6 +1205,8 @@ class XLogReader:
                         rec_name,
                         major,
                     )
+                    if next_ptr >= stop_at:
+                        return
                 rec_ptr = next_ptr
         finally:
             self.records_read = count
