@@ -19,6 +19,12 @@ change.  Usage::
 
     .venv/bin/python benchmarks/bench_memory.py                       # 1M rows
     .venv/bin/python benchmarks/bench_memory.py --rows 1000000 --rows 5000000
+    .venv/bin/python benchmarks/bench_memory.py --keep /tmp/bm   # capture kept, reused
+
+``--keep DIR`` keeps each capture in ``DIR/<rows>`` (``wal/``, ``catalog.json.gz``,
+``capture.json`` with PostgreSQL's figures and the slot's LSN range) and reuses it on
+the next run: decoding by hand (``pglogical-py decode DIR/<rows>/wal --catalog ...``)
+without re-inserting millions of rows.
 """
 
 from __future__ import annotations
@@ -110,21 +116,36 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--major", type=int, default=15)
     ap.add_argument("--work-mem", default="64MB")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="capture into DIR/<rows> and keep it (WAL, catalog, range.json) "
+                    "for decoding by hand; DIR/<rows> is reused when it exists")
     ap.add_argument("--pypy", default=PYPY if os.path.exists(PYPY) else None,
                     help="also decode (eviction=largest) with this PyPy, where the pickle "
                     "store is used (default: .venv-pypy when present; '' to skip)")
     args = ap.parse_args(argv)
     results: List[Dict[str, Any]] = []
     for rows in args.rows or [1_000_000]:
-        tmp = tempfile.mkdtemp(prefix="bench-memory-")
+        kept = os.path.join(args.keep, str(rows)) if args.keep else None
+        tmp = kept or tempfile.mkdtemp(prefix="bench-memory-")
         try:
-            res = capture(rows, args, tmp)
+            meta = os.path.join(tmp, "capture.json")
+            if kept and os.path.exists(meta):
+                with open(meta) as f:
+                    res = json.load(f)
+            else:
+                if kept:
+                    os.makedirs(kept, exist_ok=True)
+                res = capture(rows, args, tmp)
+                if kept:
+                    with open(meta, "w") as f:
+                        json.dump(res, f)
             for ev in ("largest", "oldest"):
                 res[ev] = decode(tmp, res["range"], args, ev)
             if args.pypy:
                 res["pypy"] = decode(tmp, res["range"], args, "largest", args.pypy)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(tmp, ignore_errors=True)
         results.append(res)
         pgb = res["pg_spill_bytes"] / max(rows, 1)
         print(f"rows {rows:,}  PostgreSQL {args.major}: {res['pg_seconds']:.1f} s, "

@@ -392,6 +392,10 @@ class ReorderBuffer:
         #: where evicted changes go (``_spill.py``); in memory unless one is given
         self.spill_store: SpillStore = (spill_store if spill_store is not None
                                         else InMemorySpillStore())
+        #: called after each eviction round (spill or stream) has released memory: the
+        #: CLI runs a major collection there on PyPy (cli/decode.py), whose GC would
+        #: otherwise keep the evicted buffers until the heap grows ~1.8x
+        self.after_evict: Optional[Callable[[], None]] = None
         self.major = 15
         self._layout = _memory.layout(15)
         self.set_major(major or 15)
@@ -1031,6 +1035,14 @@ class ReorderBuffer:
         (``eviction='oldest'``).  On 18 a transaction found aborted is truncated
         instead (``check_and_truncate_aborted_txn``).
         """
+        try:
+            self._evict_over_limit()
+        finally:
+            if self.after_evict is not None:
+                self.after_evict()
+
+    def _evict_over_limit(self) -> None:
+        """The loop of ReorderBufferCheckMemoryLimit (see check_memory_limit)."""
         check_aborted = self.major >= 18
         while self.size >= self.work_mem:
             before = self.size

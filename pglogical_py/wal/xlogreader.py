@@ -14,7 +14,8 @@ NOTES
     file name and the whole decompressed segment -- in segment order, and never
     opens a file (``pglogical_py.adapters.files`` does).  The iterable is consumed
     lazily: one segment is held at a time (two while a record crosses from one into
-    the next), so a Spark partition or a test can feed it bytes from anywhere.
+    the next; of a segment left, only its name is kept -- 16 MB of RSS each), so a
+    Spark partition or a test can feed it bytes from anywhere.
 
     Speed.  The header walk is the hot path of everything built on the reader.  It
     works on one ``bytes`` object per segment with precompiled ``struct.Struct``
@@ -539,7 +540,7 @@ class XLogReader:
 
     def prepare(self) -> XLogReader:
         """Take and validate the first segment now (sets major, segment_size, ...)."""
-        if self._first is None:
+        if self._first is None and not self._started:
             self._first = self._load_first()
         return self
 
@@ -675,7 +676,14 @@ class XLogReader:
                     )
                 raise _EndOfInput(ptr, missing)
             self._pending = None
-            self._prev_seg = cur
+            # The segment left is not kept, only its name (error messages): a record
+            # crossing into ``nxt`` holds its first part itself (_assemble), and
+            # _finish scans pages after a failure's page, which is never in it (the
+            # page that crosses is its last).  Nor is the first segment kept.
+            # Each kept segment would be 16 MB of RSS.
+            self._prev_seg = (None if cur is None
+                              else _Segment(cur.name, b"", cur.tli, cur.segno, cur.start))
+            self._first = None
             self._cur = nxt
             self._check_first_page(nxt)
             return nxt
