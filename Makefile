@@ -10,7 +10,7 @@ DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
 
-.PHONY: demo test test-cpython test-pypy lint postgres postgres-npm pypy clean bench
+.PHONY: demo test test-cpython test-pypy test-pypy-full lint postgres postgres-npm pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -60,8 +60,14 @@ test: $(STAMP) postgres postgres-npm $(PYPY_STAMP)
 test-cpython: $(STAMP)
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
-# the core's tests under PyPy: no live server (psycopg has no PyPy wheel), no Parquet
+# the core's tests under PyPy: no live server (psycopg has no PyPy wheel), no Parquet, and
+# of the fixture x option-set matrices a representative subset (tests/_matrix.py: every
+# fixture, PG major and option set at least once; CPython runs every case)
 test-pypy: $(PYPY_STAMP)
+	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live and not full_matrix'
+
+# every case of the matrices under PyPy too (not part of `make test`)
+test-pypy-full: $(PYPY_STAMP)
 	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live'
 
 lint: $(STAMP)

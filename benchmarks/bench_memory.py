@@ -97,8 +97,15 @@ def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str,
            "--start-lsn", confirmed, "--end-lsn", flush, "--work-mem", args.work_mem,
            "--eviction", eviction, "--stats", "--no-progress",
            "--spill-dir", os.path.join(tmp, "spill"), "-O", os.devnull]
+    env = dict(os.environ)
+    if python != sys.executable and "PYPY_GC_NURSERY" not in env:
+        # what the command line runs PyPy with (cli/_runtime.py re-executes itself
+        # with it; main() called in-process here does not)
+        from pglogical_py.cli._runtime import NURSERY
+
+        env["PYPY_GC_NURSERY"] = NURSERY
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     secs = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(p.stderr)

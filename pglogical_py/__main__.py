@@ -2,6 +2,11 @@
 
 import sys
 
-from .cli import main
+from .cli._runtime import reexec_tuned
+
+# PyPy: re-executed with a larger GC nursery before anything else is imported
+reexec_tuned(sys.argv[1:])
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import List
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.catalog.physical import DEFAULT_SNAPSHOT_CACHE_SIZE, PhysicalCatalog
@@ -35,9 +36,14 @@ def _cases() -> List[str]:
 CASES = _cases()
 
 
+BOUND_CASES = [(w, size) for w in CASES for size in (1, 3)]
+
+
 @pytest.mark.skipif(not CASES, reason="no ddl fixtures")
-@pytest.mark.parametrize("size", [1, 3])
-@pytest.mark.parametrize("wdir", CASES, ids=[os.path.relpath(c, FIXTURES) for c in CASES])
+@pytest.mark.parametrize("wdir,size", _matrix.params(
+    BOUND_CASES, [f"{os.path.relpath(w, FIXTURES)}-{size}" for w, size in BOUND_CASES],
+    # under PyPy every fixture once, every bound at least once
+    fixture=lambda c: c[0], option=lambda c: c[1]))
 def test_bounded_cache_gives_the_same_output(wdir: str, size: int) -> None:
     import test_decode_corpus as corpus
 

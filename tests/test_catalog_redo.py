@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Iterator, List, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.errors import CatalogError, CatalogRedoError
@@ -73,7 +74,7 @@ def _redo(wdir: str) -> Any:
         start = _restart(wdir)
         redo = CatalogRedo(_export(wdir), "catalog_start.json.gz").run(
             lambda: _records(wdir, start))
-        redo.pc = redo.catalog()
+        redo.pc = redo.catalog()  # type: ignore[attr-defined]
         _cache[wdir] = redo
     return redo
 
@@ -91,7 +92,7 @@ def _physical_catalog(wdir: str) -> Any:
 
 
 def _cases() -> List[Tuple[str, str]]:
-    out = []
+    out: List[Tuple[str, str]] = []
     for wdir in REDO:
         with open(os.path.join(wdir, "meta.json")) as f:
             sets = sorted(json.load(f)["decode"]["optionsets"])
@@ -107,9 +108,10 @@ CASES = _cases()
 # -- byte identity with PostgreSQL ----------------------------------------------------------
 
 @pytest.mark.skipif(not CASES, reason="no fixtures with catalog_start.json.gz")
-@pytest.mark.parametrize("wdir,optionset", CASES,
-                         ids=[f"{i}/{s}" for i, (_w, s) in zip(_ids([w for w, _ in CASES]),
-                                                                CASES)])
+@pytest.mark.parametrize("wdir,optionset", _matrix.params(
+    CASES, [f"{i}/{s}" for i, (_w, s) in zip(_ids([w for w, _ in CASES]), CASES)],
+    # under PyPy every redo fixture once, every option set at least once
+    fixture=lambda c: c[0], option=lambda c: c[1], cost=lambda c: _matrix.wal_cost(c[0])))
 def test_redo_mode_decodes_like_postgres(wdir: str, optionset: str) -> None:
     import test_decode_corpus as corpus  # type: ignore[import-not-found]
 

@@ -10,15 +10,15 @@ oracle; ``decode --catalog EXPORT --catalog-redo`` over the server's pg_wal must
 same bytes.  Without the CHECKPOINT the setup's changes to the catalog pages have their
 images before the range: the mode must refuse with a CatalogRedoError, not decode.
 
-The random variant reuses test_ddl_live's Hypothesis workloads
-(``PGLOGICAL_LIVE_REDO_EXAMPLES``, default 10).
+The random variant reuses test_ddl_live's Hypothesis workloads (``tests/_live.py``,
+``PGLOGICAL_LIVE_REDO_EXAMPLES``, default 10).
 """
 
 from __future__ import annotations
 
 import os
 import platform
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -30,50 +30,14 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 psycopg = pytest.importorskip("psycopg")
 hypothesis = pytest.importorskip("hypothesis")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+import _live  # type: ignore[import-not-found]  # noqa: E402
+from hypothesis import given  # noqa: E402
 
 from pglogical_py.cli import main  # noqa: E402
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
 
-MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_LIVE_MAJORS", "15").split(",") if m]
 OPTIONSETS: List[Tuple[str, str]] = [("1", "0"), ("0", "1")]
 
-
-@pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
-def server(request: Any) -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-    try:
-        srv = PgServer(request.param, settings={"wal_recycle": "off", "autovacuum": "off",
-                                                "max_replication_slots": 4})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        srv.admin = srv.connect()
-        srv.conns = [srv.connect(autocommit=True) for _ in range(2)]
-        for c in srv.conns:
-            c.execute("SET lock_timeout = '100ms'")
-        srv.example = 0
-        yield srv
-        for c in srv.conns + [srv.admin]:
-            c.close()
-
-
-def _peek(admin: Any, slot: str, upto: str, xids: str, skip: str) -> bytes:
-    rows = admin.execute(
-        "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
-        "%s, %s::pg_lsn, NULL, 'include-xids', %s, 'skip-empty-xacts', %s)",
-        (slot, upto, xids, skip)).fetchall()
-    return b"".join(lsn.encode() + b"\t" + xid.encode() + b"\t" + escape_tsv(bytes(data))
-                    + b"\n" for lsn, xid, data in rows)
-
-
-def _slot(admin: Any, slot: str) -> Tuple[str, str, str]:
-    restart, confirmed = admin.execute(
-        "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
-        "WHERE slot_name = %s", (slot,)).fetchone()
-    flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
-    return restart, confirmed, flush
+server = _live.server_fixture()
 
 
 def _decode(srv: Any, export: str, restart: str, confirmed: str, flush: str, xids: str,
@@ -159,16 +123,15 @@ def test_live_export_ddl_decode_redo_equals_peek(server: Any, tmp_path: Any) -> 
         assert main(["catalog", "export", "--dsn", srv.dsn, "-o", export,
                      "--system-columns"]) == 0
         _run_workload(conn)
-        restart, confirmed, flush = _slot(admin, "redo_live")
+        restart, confirmed, flush = _live.slot_lsns(admin, "redo_live")
         for xids, skip in OPTIONSETS:
-            expected = _peek(admin, "redo_live", flush, xids, skip)
+            expected = _live.peek(admin, "redo_live", flush, xids, skip)
             assert expected.count(b"\n") > 20
             out = os.path.join(str(tmp_path), f"out_{xids}{skip}.tsv")
             assert _decode(srv, export, restart, confirmed, flush, xids, skip, out) == 0
             with open(out, "rb") as f:
                 got = f.read()
-            assert got.decode("utf-8", "replace") == expected.decode("utf-8", "replace")
-            assert got == expected
+            _live.assert_same(got, expected)
     finally:
         admin.execute("SELECT pg_drop_replication_slot('redo_live')")
         conn.close()
@@ -189,7 +152,7 @@ def test_live_without_checkpoint_redo_refuses(server: Any, tmp_path: Any,
                      "--system-columns"]) == 0
         admin.execute("ALTER TABLE nockpt ADD COLUMN b int")
         admin.execute("INSERT INTO nockpt VALUES (1, 'x', 2)")
-        restart, confirmed, flush = _slot(admin, "redo_nockpt")
+        restart, confirmed, flush = _live.slot_lsns(admin, "redo_nockpt")
         capsys.readouterr()
         out = os.path.join(str(tmp_path), "out.tsv")
         rc = _decode(srv, export, restart, confirmed, flush, "1", "0", out)
@@ -204,13 +167,8 @@ def test_live_without_checkpoint_redo_refuses(server: Any, tmp_path: Any,
 
 # -- random DDL (test_ddl_live's workloads) ------------------------------------------------
 
-import test_ddl_live as ddl_live  # type: ignore[import-not-found]  # noqa: E402
-
-
-@settings(max_examples=int(os.environ.get("PGLOGICAL_LIVE_REDO_EXAMPLES", "10")),
-          deadline=None, derandomize=False,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(steps=ddl_live.workloads, opts=ddl_live.optionsets)
+@_live.live_settings("PGLOGICAL_LIVE_REDO_EXAMPLES", 10)
+@given(steps=_live.workloads, opts=_live.optionsets)
 def test_live_random_ddl_redo_equals_peek(server: Any, tmp_path: Any, steps: Any,
                                           opts: Any) -> None:
     from pglogical_py.catalog.export import export_catalog, write_catalog
@@ -219,30 +177,22 @@ def test_live_random_ddl_redo_equals_peek(server: Any, tmp_path: Any, steps: Any
     admin = srv.admin
     srv.example += 1
     prefix = f"rr{srv.example}"
-    tables: Dict[int, Any] = {}
-    for i in range(ddl_live.NTABLES):
-        t = ddl_live.Table(f"{prefix}_t{i}", [("a", "text"), ("n", "int")])
-        admin.execute(f"CREATE TABLE {t.name} (id int PRIMARY KEY, a text, n int)")
-        admin.execute(f"INSERT INTO {t.name} VALUES (1, 'one', 1), (2, 'two', 2)")
-        tables[i] = t
+    tables = _live.create_tables(admin, prefix)
     admin.execute("CHECKPOINT")
     admin.execute("SELECT pg_create_logical_replication_slot('redo_rand', 'test_decoding')")
     try:
         export = os.path.join(str(tmp_path), f"start{srv.example}.json.gz")
         write_catalog(export_catalog(admin, system_columns=True), export)
-        ddl_live._run(srv, tables, steps, prefix)
-        restart, confirmed, flush = _slot(admin, "redo_rand")
+        _live.run_ddl(srv, tables, steps, prefix)
+        restart, confirmed, flush = _live.slot_lsns(admin, "redo_rand")
         xids, skip = opts
-        expected = _peek(admin, "redo_rand", flush, xids, skip)
+        expected = _live.peek(admin, "redo_rand", flush, xids, skip)
         out = os.path.join(str(tmp_path), f"out{srv.example}.tsv")
         assert _decode(srv, export, restart, confirmed, flush, xids, skip, out) == 0
         with open(out, "rb") as f:
             got = f.read()
         hypothesis.event(f"rows: {'0' if not expected else 'some'}")
-        assert got.decode("utf-8", "replace") == expected.decode("utf-8", "replace")
-        assert got == expected
+        _live.assert_same(got, expected)
     finally:
-        for c in srv.conns:
-            if c.info.transaction_status != 0:
-                c.execute("ROLLBACK")
+        _live.rollback_open(srv.conns)
         admin.execute("SELECT pg_drop_replication_slot('redo_rand')")

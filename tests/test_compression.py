@@ -20,6 +20,7 @@ import tempfile
 import time
 from typing import Dict, Iterator, List, Optional
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -172,7 +173,8 @@ def test_pglz_errors_carry_position() -> None:
     assert "1/28" in str(ei.value) and "000000010000000100000000" in str(ei.value)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=_matrix.examples(300), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(compressible)
 def test_pglz_round_trip(data: bytes) -> None:
     comp = pglz_compress(data)
@@ -187,7 +189,7 @@ def test_pglz_round_trip(data: bytes) -> None:
 
 
 @needs_lz4
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=_matrix.examples(300), deadline=None)
 @given(compressible, st.integers(0, 20))
 def test_lz4_python_matches_c(data: bytes, slack: int) -> None:
     comp = lz4block.compress(data, store_size=False)
@@ -201,7 +203,7 @@ def test_lz4_python_matches_c(data: bytes, slack: int) -> None:
 
 
 @needs_lz4
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=_matrix.examples(500), deadline=None)
 @given(st.binary(min_size=1, max_size=200), st.integers(1, 400))
 def test_lz4_garbage_differential(src: bytes, rawsize: int) -> None:
     """Pure-Python and C agree on arbitrary input: equal output when both accept,
@@ -279,7 +281,7 @@ def test_zstd_missing_names_package(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------
 
 
-@settings(max_examples=1000, deadline=2000)
+@settings(max_examples=_matrix.examples(1000), deadline=2000)
 @given(st.binary(max_size=300), st.integers(0, 9000), st.booleans())
 def test_fuzz_only_decompression_error(src: bytes, rawsize: int, complete: bool) -> None:
     for fn in (
@@ -295,7 +297,7 @@ def test_fuzz_only_decompression_error(src: bytes, rawsize: int, complete: bool)
         assert len(out) <= rawsize
 
 
-@settings(max_examples=300, deadline=2000)
+@settings(max_examples=_matrix.examples(300), deadline=2000)
 @given(compressible, st.data())
 def test_fuzz_mutated_streams(data: bytes, draw: st.DataObject) -> None:
     streams = [("pglz", pglz_compress(data))]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any, Callable
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,7 +43,7 @@ VECTORS = [
 
 @pytest.mark.parametrize("fn", BACKENDS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("data,expected", VECTORS)
-def test_known_vectors(fn, data: bytes, expected: int) -> None:
+def test_known_vectors(fn: Callable[[bytes], int], data: bytes, expected: int) -> None:
     assert fn(data) == expected
     assert _bitwise(data) == expected
 
@@ -51,7 +53,7 @@ def test_check_constant() -> None:
 
 
 @pytest.mark.parametrize("fn", BACKENDS, ids=lambda f: f.__name__)
-def test_buffer_types(fn) -> None:
+def test_buffer_types(fn: Callable[[Any], int]) -> None:
     data = os.urandom(1000)
     want = fn(data)
     assert fn(bytearray(data)) == want
@@ -59,7 +61,7 @@ def test_buffer_types(fn) -> None:
     assert fn(memoryview(bytearray(data))[0:1000]) == want
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=_matrix.examples(300), deadline=None)
 @given(st.binary(max_size=600), st.binary(max_size=600))
 def test_backends_agree_and_extend(a: bytes, b: bytes) -> None:
     whole = a + b

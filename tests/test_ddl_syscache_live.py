@@ -15,9 +15,8 @@ examples (30).
 
 from __future__ import annotations
 
-import os
 import platform
-from typing import Any, Dict, Iterator, List
+from typing import Any, List
 
 import pytest
 
@@ -29,35 +28,13 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 hypothesis = pytest.importorskip("hypothesis")
 psycopg = pytest.importorskip("psycopg")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+import _live  # type: ignore[import-not-found]  # noqa: E402
+from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
-MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_LIVE_MAJORS", "15").split(",") if m]
-
-
-@pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
-def server(request: Any) -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-    try:
-        srv = PgServer(request.param, settings={"wal_recycle": "off", "autovacuum": "off",
-                                                "max_replication_slots": 4})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        srv.admin = srv.connect()
-        srv.conns = [srv.connect(autocommit=True) for _ in range(2)]
-        for c in srv.conns:
-            c.execute("SET lock_timeout = '100ms'")
-        srv.example = 0
-        try:
-            yield srv
-        finally:
-            for c in srv.conns + [srv.admin]:
-                c.close()
+server = _live.server_fixture()
 
 
 class Model:
@@ -101,8 +78,7 @@ op = st.one_of(
     st.tuples(st.just("commit"), st.none()),
     st.tuples(st.just("rollback"), st.none()),
 )
-workloads = st.lists(st.tuples(st.integers(0, 1), op), min_size=6, max_size=30)
-optionsets = st.sampled_from([("1", "0"), ("0", "1"), ("1", "1")])
+workloads = st.lists(st.tuples(st.integers(0, _live.NCONN - 1), op), min_size=6, max_size=30)
 
 
 def _run(srv: Any, model: Model, steps: List[Any]) -> None:
@@ -165,34 +141,8 @@ def _run(srv: Any, model: Model, steps: List[Any]) -> None:
             c.execute("COMMIT")
 
 
-def _our_decode(files: Dict[str, bytes], srv: Any, restart: int, confirmed: int, upto: int,
-                options: List[Any]) -> bytes:
-    from pglogical_py.adapters.files import iter_segments
-    from pglogical_py.catalog._files import DictFiles
-    from pglogical_py.catalog.physical import PhysicalCatalog
-    from pglogical_py.logical.logical import LogicalDecodingContext
-    from pglogical_py.plugins.test_decoding import TestDecoding
-    from pglogical_py.wal.xlogreader import XLogReader
-
-    rows: List[bytes] = []
-
-    def sink(lsn: int, xid: int, data: bytes) -> None:
-        rows.append(b"%X/%X\t%d\t" % (lsn >> 32, lsn & 0xFFFFFFFF, xid) + escape_tsv(data)
-                    + b"\n")
-
-    pc = PhysicalCatalog(DictFiles(files))
-    ctx = LogicalDecodingContext(TestDecoding(), pc, database=pc.database_oid,
-                                 start_lsn=confirmed, options=options, sink=sink,
-                                 major=srv.major)
-    segs = iter_segments(str(srv.pg_wal_dir), start_lsn=restart)
-    ctx.decode(XLogReader(segs, start_lsn=restart), upto_lsn=upto)
-    return b"".join(rows)
-
-
-@settings(max_examples=int(os.environ.get("PGLOGICAL_LIVE_SYSCACHE_EXAMPLES", "30")),
-          deadline=None, derandomize=False,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(steps=workloads, opts=optionsets)
+@_live.live_settings("PGLOGICAL_LIVE_SYSCACHE_EXAMPLES", 30)
+@given(steps=workloads, opts=_live.optionsets)
 def test_live_renames_decode_like_test_decoding(server: Any, steps: Any, opts: Any) -> None:
     from pglogical_py.catalog.export import export_physical
 
@@ -208,35 +158,22 @@ def test_live_renames_decode_like_test_decoding(server: Any, steps: Any, opts: A
                   f"ma {model.schema}.{model.enum}[])")
     admin.execute(f"INSERT INTO {model.schema}.t VALUES (0, 'a', 0, '{{a}}')")
     admin.commit()
-    admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                  "WHERE slot_name = 'live_sc'")
-    admin.execute("SELECT pg_create_logical_replication_slot('live_sc', 'test_decoding')")
+    _live.recreate_slot(admin, "live_sc")
     admin.commit()
     try:
         _run(srv, model, steps)
-        restart, confirmed = admin.execute(
-            "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
-            "WHERE slot_name = 'live_sc'").fetchone()
-        flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+        restart, confirmed, flush = _live.slot_lsns(admin, "live_sc")
         xids, skip = opts
-        peek = admin.execute(
-            "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
-            "'live_sc', %s::pg_lsn, NULL, 'include-xids', %s, 'skip-empty-xacts', %s)",
-            (flush, xids, skip)).fetchall()
+        expected = _live.peek(admin, "live_sc", flush, xids, skip)
         admin.commit()
-        expected = b"".join(
-            lsn.encode() + b"\t" + xid.encode() + b"\t" + escape_tsv(bytes(data)) + b"\n"
-            for lsn, xid, data in peek)
         files = export_physical(admin)
-        got = _our_decode(files, srv, parse_lsn(restart), parse_lsn(confirmed),
-                          parse_lsn(flush), [("include-xids", xids), ("skip-empty-xacts", skip)])
+        got = _live.decode_physical(files, srv, parse_lsn(restart), parse_lsn(confirmed),
+                                    parse_lsn(flush),
+                                    [("include-xids", xids), ("skip-empty-xacts", skip)])
         renames = sum(1 for _c, (k, _a) in steps if k.startswith("rename"))
         hypothesis.event(f"renames: {'0' if not renames else '1-3' if renames < 4 else '4+'}")
-        assert got.decode("utf-8", "replace") == expected.decode("utf-8", "replace")
-        assert got == expected
+        _live.assert_same(got, expected)
     finally:
-        for c in srv.conns:
-            if c.info.transaction_status != 0:
-                c.execute("ROLLBACK")
+        _live.rollback_open(srv.conns)
         admin.execute("SELECT pg_drop_replication_slot('live_sc')")
         admin.commit()

@@ -14,6 +14,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.cli.decode import escape_tsv
@@ -23,7 +24,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def _cases() -> List[Tuple[str, str, str]]:
-    out = []
+    out: List[Tuple[str, str, str]] = []
     if not os.path.isdir(FIXTURES):
         return out
     for major in sorted(os.listdir(FIXTURES)):
@@ -48,7 +49,19 @@ def _cases() -> List[Tuple[str, str, str]]:
 
 CASES = _cases()
 
+#: catalogs loaded, by path: the cases of one fixture follow each other, so only the
+#: last few are kept (a PhysicalCatalog with its historic snapshots is tens of MB; all of
+#: them kept made PyPy's heap grow to GBs, and every major collection slow).  Other test
+#: modules put their own catalog here around a decode_fixture call.
 _catalogs: Dict[str, Any] = {}
+_CATALOGS_KEPT = 4
+
+
+def _remember(path: str, catalog: Any) -> Any:
+    while len(_catalogs) >= _CATALOGS_KEPT:
+        del _catalogs[next(iter(_catalogs))]  # the oldest loaded
+    _catalogs[path] = catalog
+    return catalog
 
 
 def _catalog(path: str) -> Any:
@@ -56,8 +69,7 @@ def _catalog(path: str) -> Any:
 
     cat = _catalogs.get(path)
     if cat is None:
-        cat = CatalogSnapshot.load(path)
-        _catalogs[path] = cat
+        cat = _remember(path, CatalogSnapshot.load(path))
     return cat
 
 
@@ -95,8 +107,8 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
         meta = json.load(f)
     with open(os.path.join(wdir, "slot.json")) as f:
         slot = json.load(f)
-    with open(os.path.join(wdir, "slot.state"), "rb") as f:
-        state = read_slot_state(f.read())
+    with open(os.path.join(wdir, "slot.state"), "rb") as fb:
+        state = read_slot_state(fb.read())
     restart_lsn = state.restart_lsn
     confirmed = state.confirmed_flush
     snapdir: Optional[str] = os.path.join(wdir, "snapshots")
@@ -118,7 +130,7 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
 
         catalog = _catalogs.get(physical)
         if catalog is None:
-            catalog = _catalogs[physical] = PhysicalCatalog.load(physical)
+            catalog = _remember(physical, PhysicalCatalog.load(physical))
     else:
         catalog = _catalog(os.path.join(wdir, "catalog.json.gz"))
     rows: List[bytes] = []
@@ -162,13 +174,16 @@ def _read_expected(path: str) -> bytes:
     return data
 
 
+#: under PyPy (``-m 'not full_matrix'``) every fixture (and its decode_nosnap peeks) once,
+#: every option set of every major at least once (tests/_matrix.py)
+CASE_PARAMS = _matrix.params(
+    CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in CASES],
+    fixture=lambda c: (c[0], c[1]), option=lambda c: (_matrix.major_of(c[0]), c[2]),
+    cost=lambda c: _matrix.wal_cost(c[0]))
+
+
 @pytest.mark.skipif(not CASES, reason="no fixtures with decode/*.tsv")
-@pytest.mark.parametrize(
-    "wdir,sub,optionset",
-    CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{s}/{o}"
-         for w, s, o in CASES],
-)
+@pytest.mark.parametrize("wdir,sub,optionset", CASE_PARAMS)
 def test_decode_matches_postgres(wdir: str, sub: str, optionset: str) -> None:
     path = os.path.join(wdir, sub, optionset + ".tsv")
     expected = _read_expected(path if os.path.exists(path) else path + ".gz")
@@ -220,12 +235,14 @@ def _server_tzdata(major: int, rel: str) -> str:
     return tzdir
 
 
+#: under PyPy every fixture with settings peeks and every settings set once
+SETTINGS_PARAMS = _matrix.params(
+    SETTINGS_CASES, [f"{_matrix.fixture_of(w)}/{n}" for w, n in SETTINGS_CASES],
+    fixture=lambda c: c[0], option=lambda c: c[1], cost=lambda c: _matrix.wal_cost(c[0]))
+
+
 @pytest.mark.skipif(not SETTINGS_CASES, reason="no fixtures with decode/settings_*.json")
-@pytest.mark.parametrize(
-    "wdir,name", SETTINGS_CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{n}"
-         for w, n in SETTINGS_CASES],
-)
+@pytest.mark.parametrize("wdir,name", SETTINGS_PARAMS)
 def test_decode_settings_matches_postgres(wdir: str, name: str, tmp_path: Any) -> None:
     """``decode/settings_<name>.tsv``: PostgreSQL peeked after ``SET TimeZone``, DateStyle,
     IntervalStyle, extra_float_digits, bytea_output; the decode command with the same

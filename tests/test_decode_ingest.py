@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 from test_decode_corpus import (  # type: ignore[import-not-found]
     CASES,
@@ -40,12 +41,11 @@ SOME_CASES = _first_case_per_workload()
 
 
 @pytest.mark.skipif(not SOME_CASES, reason="no fixtures")
-@pytest.mark.parametrize(
-    "wdir,sub,optionset",
-    SOME_CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{s}/{o}"
-         for w, s, o in SOME_CASES],
-)
+@pytest.mark.parametrize("wdir,sub,optionset", _matrix.params(
+    SOME_CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in SOME_CASES],
+    # under PyPy every workload once (pg15 or pg18), both majors at least once
+    fixture=lambda c: os.path.basename(c[0]), option=lambda c: _matrix.major_of(c[0]),
+    cost=lambda c: _matrix.wal_cost(c[0])))
 def test_general_path_gives_postgres_output_too(
     wdir: str, sub: str, optionset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

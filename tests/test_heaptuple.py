@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,7 +112,7 @@ def tuples(draw: st.DrawFn) -> Tuple[TupleDesc, List[Optional[bytes]], int]:
     return make_desc(types), values, max(1, len(values) - ntrunc)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=_matrix.examples(300), deadline=None)
 @given(tuples())
 def test_compiled_equals_generic_and_writer(case: Tuple[TupleDesc, List[Optional[bytes]], int]
                                             ) -> None:

@@ -12,6 +12,7 @@ import pickle
 import struct
 from typing import Any, List, Optional
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.errors import WalParseError
@@ -420,7 +421,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=_matrix.examples(3000), deadline=None)
 @given(
     major=st.sampled_from(MAJORS),
     rmid=st.integers(min_value=0, max_value=21),

@@ -16,6 +16,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.lsn import parse_lsn
@@ -67,8 +68,8 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
 
     with open(os.path.join(wdir, "meta.json")) as f:
         meta = json.load(f)
-    with open(os.path.join(wdir, "slot.state"), "rb") as f:
-        state = read_slot_state(f.read())
+    with open(os.path.join(wdir, "slot.state"), "rb") as fb:
+        state = read_slot_state(fb.read())
     opts = meta["decode"]["optionsets"][optionset]
     options = [(opts[i], opts[i + 1]) for i in range(0, len(opts), 2)]
     snaps: Dict[int, bytes] = {}
@@ -77,8 +78,8 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
         for fn in os.listdir(snapdir):
             lsn = snapshot_lsn_from_name(fn)
             if lsn is not None:
-                with open(os.path.join(snapdir, fn), "rb") as f:
-                    snaps[lsn] = f.read()
+                with open(os.path.join(snapdir, fn), "rb") as fb:
+                    snaps[lsn] = fb.read()
     catpath = os.path.join(wdir, "catalog.json.gz")
     if catpath not in _catalogs:
         _catalogs[catpath] = CatalogSnapshot.load(catpath)
@@ -123,12 +124,17 @@ def expected_output(wdir: str, optionset: str) -> bytes:
         return gzip.decompress(f.read())
 
 
+def _params(cases: List[Tuple[str, str]]) -> List[Any]:
+    """Under PyPy (``-m 'not full_matrix'``) every fixture and every option set of every
+    major at least once (tests/_matrix.py); CPython decodes every case."""
+    return _matrix.params(cases, [f"{_matrix.fixture_of(w)}/{o}" for w, o in cases],
+                          fixture=lambda c: c[0],
+                          option=lambda c: (_matrix.major_of(c[0]), c[1]),
+                          cost=lambda c: _matrix.wal_cost(c[0]))
+
+
 @pytest.mark.skipif(not CASES, reason="no fixtures with stats/*.json")
-@pytest.mark.parametrize(
-    "wdir,optionset", CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{o}"
-         for w, o in CASES],
-)
+@pytest.mark.parametrize("wdir,optionset", _params(CASES))
 def test_counters_match_postgres(wdir: str, optionset: str) -> None:
     with open(os.path.join(wdir, "stats", optionset + ".json")) as f:
         pg = json.load(f)
@@ -145,11 +151,7 @@ DISK_CASES = [c for c in CASES if c[1] in ("xids1_skip0", "stream_xids1_skip1")]
 
 
 @pytest.mark.skipif(not DISK_CASES, reason="no fixtures with stats/*.json")
-@pytest.mark.parametrize(
-    "wdir,optionset", DISK_CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{o}"
-         for w, o in DISK_CASES],
-)
+@pytest.mark.parametrize("wdir,optionset", _params(DISK_CASES))
 def test_disk_store_same_output_and_counters(wdir: str, optionset: str, tmp_path: Any) -> None:
     """The Parquet store (pickle without pyarrow): same bytes, same counters, no file
     left behind."""
@@ -172,11 +174,7 @@ OLDEST_CASES = [c for c in CASES if c[1] == "xids1_skip0"]
 
 
 @pytest.mark.skipif(not OLDEST_CASES, reason="no fixtures with stats/*.json")
-@pytest.mark.parametrize(
-    "wdir,optionset", OLDEST_CASES,
-    ids=[f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{o}"
-         for w, o in OLDEST_CASES],
-)
+@pytest.mark.parametrize("wdir,optionset", _params(OLDEST_CASES))
 def test_oldest_first_eviction_same_output(wdir: str, optionset: str) -> None:
     """The research policy spills other transactions, never changes the output."""
     got, ctx = decode_with_stats(wdir, optionset, eviction="oldest")

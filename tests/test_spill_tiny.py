@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import List, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 from test_decode_corpus import FIXTURES, _read_expected, decode_fixture
 
@@ -36,7 +37,9 @@ IDS = [f"{os.path.basename(os.path.dirname(w))}/{os.path.basename(w)}/{s}" for w
 
 
 @pytest.mark.skipif(not CASES, reason="no fixtures")
-@pytest.mark.parametrize("wdir,optionset", CASES, ids=IDS)
+@pytest.mark.parametrize("wdir,optionset", _matrix.params(
+    CASES, IDS, fixture=lambda c: c[0], option=lambda c: (_matrix.major_of(c[0]), c[1]),
+    cost=lambda c: _matrix.wal_cost(c[0])))
 def test_tiny_work_mem_same_output(wdir: str, optionset: str) -> None:
     expected = _read_expected(os.path.join(wdir, "decode", optionset + ".tsv"))
     assert decode_fixture(wdir, "decode", optionset, work_mem=256) == expected

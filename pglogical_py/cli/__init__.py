@@ -7,7 +7,16 @@ and catalog export (``catalog``).
 NOTES
     Each subcommand lives in its own module (``pglogical_py.cli.<name>``) exposing
     ``add_parser(subparsers)`` and ``run(args) -> int``; they are imported lazily so
-    that ``pglogical-py waldump`` never imports the decoding core.  Every
+    that ``pglogical-py waldump`` never imports the decoding core: when the first
+    argument names a subcommand, only that module is imported and only its parser is
+    built (start-up: ``decode`` does not pay for waldump's rmgr tables); otherwise
+    (``-h``, a typo, nothing) all of them, for the full help and error text.  The
+    single-command parser names every subcommand in its usage, as the full one does,
+    so even an error the top-level parser reports reads the same.  argparse asks the
+    terminal width (``shutil``, whose import pulls in bz2, lzma and threading: ~15 ms
+    on PyPy) for every formatter, including the one ``add_argument`` builds only to
+    check a metavar; ``_Parser`` gives that check a fixed width, so the width is
+    asked only when help or an error is printed.  Every
     ``PglogicalError`` becomes one line on stderr and exit status 1: never a bare
     traceback.
 """
@@ -17,20 +26,49 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence
 
 from ..errors import PglogicalError
 
 SUBCOMMANDS = ("waldump", "decode", "catalog")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse.ArgumentParser whose ``add_argument`` check formats with a fixed width."""
+
+    _checking = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking:
+            # only _format_args(action, None) is asked: no text, no line width
+            formatter: Any = self.formatter_class  # (typeshed's protocol omits width)
+            return formatter(prog=self.prog, width=80)  # type: ignore[no-any-return]
+        return super()._get_formatter()
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command-line parser; with ``command`` (a subcommand's name) only that
+    subcommand's module is imported and its parser built (see NOTES)."""
+    parser = _Parser(
         prog="pglogical-py",
         description="PostgreSQL logical decoding, offline, on captured WAL.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMANDS:
+    if command in SUBCOMMANDS:
+        names: Sequence[str] = (command,)
+        sub = parser.add_subparsers(dest="command", required=True, prog=parser.prog,
+                                    metavar="{%s}" % ",".join(SUBCOMMANDS))
+    else:
+        names = SUBCOMMANDS
+        # prog: what argparse would format from a usage with no positionals
+        sub = parser.add_subparsers(dest="command", required=True, prog=parser.prog)
+    for name in names:
         try:
             module = importlib.import_module("pglogical_py.cli.%s" % name)
         except ImportError:
@@ -40,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     try:
         rc: int = args.run(args)
@@ -52,6 +91,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def console_main() -> int:
+    """The ``pglogical-py`` command: ``main`` after the PyPy start-up tuning
+    (``_runtime.reexec_tuned``)."""
+    from ._runtime import reexec_tuned
+
+    reexec_tuned(sys.argv[1:])
+    return main()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,8 +17,12 @@ NOTES
     ``\\\\``, ``\\t``, ``\\n``, ``\\r`` and every other byte raw (NUL included).
     ``--format jsonl`` is for people and tools.
 
-    Rows are collected and written 4096 at a time (``_tsv_sink``): one write per
-    batch, and on CPython one escape check over the batch's joined data.
+    Rows are collected and written in batches (``_tsv_sink``; 4096 rows on CPython,
+    128 on PyPy, whose nursery would otherwise copy every row of a batch): one write
+    and one escape check per batch, row-by-row escaping only for a batch holding a
+    backslash, TAB, LF or CR.  The LSN text is built from cached pieces (high half,
+    4 kB page) and 4096-entry hex tables on PyPy, by one bytes ``%`` per batch on
+    CPython.
 
     The default time zone is UTC, not the server's boot default (GMT): it only shows
     in include-timestamp output and timestamptz values.
@@ -43,8 +47,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import re
 import sys
 import time
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
@@ -52,10 +54,6 @@ from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
 from ..types.settings import add_output_arguments, settings_from_args
-
-_ESCAPES = {0x5C: b"\\\\", 0x09: b"\\t", 0x0A: b"\\n", 0x0D: b"\\r"}
-_TSV_TABLE = {i: bytes([i]) for i in range(256)}
-_TSV_TABLE.update(_ESCAPES)
 
 
 def escape_tsv(data: bytes) -> bytes:
@@ -66,25 +64,26 @@ def escape_tsv(data: bytes) -> bytes:
     return data
 
 
-_SPECIAL = re.compile(b"[\\\\\t\n\r]").search
-_LSN_HI = [b"%X/" % i for i in range(256)]
-_CONCAT = platform.python_implementation() == "PyPy"
-#: rows collected before one write (a batch's data is checked for bytes to escape at once)
-_BATCH_ROWS = 4096
+#: PyPy: the pieces variant of the tsv sink (``_tsv_sink``), else the % format one
+_CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms on PyPy)
+#: rows collected before one write (a batch's data is checked for bytes to escape at
+#: once).  PyPy: 128, so that most rows die young -- PyPy collects its nursery about
+#: every 330 rows of W2, and a row still referenced then is copied out of it (4096
+#: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256)
+_BATCH_ROWS = 128 if _CONCAT else 4096
+#: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
+#: an LSN whose low half is below 0x1000); filled by the first ``_tsv_sink``
+_HEX3: Tuple[bytes, ...] = ()
+_HEX1: Tuple[bytes, ...] = ()
 
 
 def _setup_memory() -> Callable[[], None]:
     """Pin glibc's mmap threshold (see NOTES); return what to run after an eviction
     round (PyPy: a major collection)."""
-    if platform.libc_ver()[0] == "glibc":
-        try:
-            import ctypes
-
-            # M_MMAP_THRESHOLD (-3); setting it also turns glibc's dynamic raise off
-            ctypes.CDLL(None).mallopt(-3, 128 * 1024)
-        except (OSError, AttributeError):
-            pass
-    if platform.python_implementation() == "PyPy":
+    if _libc_name() == "glibc":
+        # M_MMAP_THRESHOLD (-3); setting it also turns glibc's dynamic raise off
+        _mallopt(-3, 128 * 1024)
+    if sys.implementation.name == "pypy":
         import gc
 
         def collect() -> None:
@@ -94,61 +93,170 @@ def _setup_memory() -> Callable[[], None]:
     return _nothing
 
 
+def _libc_name() -> str:
+    """``platform.libc_ver()[0]`` as glibc answers it (os.confstr), without importing
+    platform (~15 ms on PyPy); "" when not glibc."""
+    try:
+        ver = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        return ""
+    parts = (ver or "").split(maxsplit=1)
+    return parts[0] if len(parts) == 2 else ""
+
+
+def _mallopt(param: int, value: int) -> None:
+    """glibc's mallopt: through PyPy's built-in cffi backend when there is one (ctypes
+    costs ~15 ms of import on PyPy, _cffi_backend nothing), else ctypes."""
+    try:
+        import importlib
+
+        backend: Any = importlib.import_module("_cffi_backend")
+        c_int = backend.new_primitive_type("int")
+        fn = backend.load_library(None).load_function(
+            backend.new_function_type((c_int, c_int), c_int, False), "mallopt")
+        fn(param, value)
+        return
+    except Exception:  # not there (CPython without cffi), or no such symbol
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(param, value)
+    except (OSError, AttributeError):
+        pass
+
+
 def _nothing() -> None:
     return None
 
 
-def _tsv_sink(write: Callable[[bytes], Any]) -> Tuple[Callable[[int, int, bytes], None],
-                                                      Callable[[], None]]:
+def _tsv_sink(write: Callable[[bytes], Any], pypy: Optional[bool] = None
+              ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
     """The tsv row sink and its flush: rows are collected and written in batches.
 
     One write per batch instead of one per row (PyPy's buffered writer costs ~0.6 us a
-    call), and the escape check runs once over the batch's joined data: only a batch
-    holding a backslash, TAB, LF or CR escapes row by row.
+    call), and the escape check runs once per batch: only a batch holding a
+    backslash, TAB, LF or CR escapes row by row.  ``pypy`` picks the variant (default:
+    the running interpreter's; both write the same bytes).
     """
-    rows: List[Tuple[int, int, bytes]] = []
-    append = rows.append
+    global _HEX3, _HEX1
+    if not _HEX3:
+        _HEX3 = tuple([b"%03X" % i for i in range(4096)])
+        _HEX1 = tuple([b"%X" % i for i in range(4096)])
+    if _CONCAT if pypy is None else pypy:
+        return _tsv_sink_pieces(write)
+    return _tsv_sink_format(write)
 
-    def flush_concat() -> None:
-        # PyPy: a + chain per row is one string builder to its JIT, a 4-argument
-        # bytes % and a scan of a joined batch are not (see docs/performance.md)
-        out: List[bytes] = []
-        put = out.append
-        special = _SPECIAL
-        last_xid = -1
-        xid_text = b""
-        for lsn, xid, data in rows:
-            if special(data):
-                data = escape_tsv(data)
-            if xid != last_xid:
-                xid_text = b"\t%d\t" % xid
-                last_xid = xid
-            hi = lsn >> 32
-            put((_LSN_HI[hi] if hi < 256 else b"%X/" % hi) + b"%X" % (lsn & 0xFFFFFFFF)
-                + xid_text + data + b"\n")
-        del rows[:]
-        write(b"".join(out))
+
+def _tsv_sink_pieces(write: Callable[[bytes], Any]
+                     ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
+    """PyPy: each row is three pieces, ``LSN<TAB>XID<TAB>``, the data and LF.
+
+    The LSN text is a prefix cached per 4 kB of WAL (``%X/`` of the high half, cached,
+    plus the hex of the low half's top 20 bits from the tables) plus a 3-digit table
+    entry (zero-padded unless the low half is below 0x1000); the ``<TAB>XID<TAB>``
+    text is cached per xid: a row costs two concatenations and no ``%``.  The escape check
+    counts over the joined batch: no backslash or CR, and exactly two TABs and one LF
+    a row (the LSN and xid texts hold none).  ``bytes.count`` is the fastest scan
+    PyPy has (~0.17 ns a byte; ``in``, ``find`` and a regex are 2-8x slower).
+    """
+    out: List[bytes] = []
+    put = out.append
+    hex3, hex1 = _HEX3, _HEX1
+    last_xid = -1
+    xid_text = b""
+    last_page = -1
+    hi_text = prefix = b""
+    tail = hex3
+
+    def flush() -> None:
+        if not out:
+            return
+        n = len(out) // 3
+        blob = b"".join(out)
+        if (blob.count(b"\\") or blob.count(b"\r") or blob.count(b"\t") != 2 * n
+                or blob.count(b"\n") != n):
+            for i in range(1, len(out), 3):
+                out[i] = escape_tsv(out[i])
+            blob = b"".join(out)
+        del out[:]
+        write(blob)
+
+    def sink(lsn: int, xid: int, data: bytes) -> None:
+        nonlocal last_xid, xid_text, last_page, hi_text, prefix, tail
+        if xid != last_xid:
+            last_xid = xid
+            xid_text = b"\t%d\t" % xid
+        page = lsn >> 12
+        if page != last_page:
+            if page >> 20 != last_page >> 20:  # a new high half (-1 >> 20 is -1)
+                hi_text = b"%X/" % (lsn >> 32)
+            last_page = page
+            # no % (slow on PyPy): W1 enters a new page every 4th row
+            mid = page & 0xFFFFF
+            if mid >> 12:
+                prefix = hi_text + hex1[mid >> 12] + hex3[mid & 0xFFF]
+                tail = hex3
+            elif mid:
+                prefix = hi_text + hex1[mid]
+                tail = hex3
+            else:
+                prefix = hi_text
+                tail = hex1
+        put(prefix + tail[lsn & 0xFFF] + xid_text)
+        put(data)
+        put(b"\n")
+        if len(out) >= 3 * _BATCH_ROWS:
+            flush()
+
+    return sink, flush
+
+
+#: one row of the tsv as a bytes ``%`` format, for the low LSN half of each row
+_ROW_FORMAT = b"%X\t%d\t%s\n"
+
+
+def _tsv_sink_format(write: Callable[[bytes], Any]
+                     ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
+    """CPython: the rows of a batch are formatted by one bytes ``%`` over a flat list of
+    (lsn, xid, data) triples; the format is ``%X/`` of the batch's LSN high half plus
+    ``_ROW_FORMAT`` repeated (cached per high half), or per-row ``%X/%X`` when the
+    batch crosses a 4 GB boundary.  The escape check is ``in`` over the joined data
+    (memchr: ~0.01 ns a byte).
+    """
+    rows: List[Any] = []
+    extend = rows.extend
+    formats: Dict[int, bytes] = {}
 
     def flush() -> None:
         if not rows:
             return
-        if _CONCAT:
-            flush_concat()
-            return
-        blob = b"".join([r[2] for r in rows])
-        if b"\\" in blob or b"\t" in blob or b"\n" in blob or b"\r" in blob:
-            esc = escape_tsv
-            lines = [b"%X/%X\t%d\t%s\n" % (lsn >> 32, lsn & 0xFFFFFFFF, xid, esc(data))
-                     for lsn, xid, data in rows]
+        n = len(rows) // 3
+        data = b"".join(rows[2::3])
+        if b"\\" in data or b"\t" in data or b"\n" in data or b"\r" in data:
+            for i in range(2, len(rows), 3):
+                rows[i] = escape_tsv(rows[i])
+        hi = rows[0] >> 32
+        if rows[-3] >> 32 == hi:
+            fmt = formats.get(hi)
+            if fmt is None:
+                formats.clear()  # one high half at a time: a new one every 4 GB of WAL
+                fmt = formats[hi] = (b"%X/" % hi + _ROW_FORMAT) * _BATCH_ROWS
+            if n != _BATCH_ROWS:
+                fmt = fmt[:len(fmt) // _BATCH_ROWS * n]
+            if hi:
+                rows[0::3] = [lsn & 0xFFFFFFFF for lsn in rows[0::3]]
+            blob = fmt % tuple(rows)
         else:
-            lines = [b"%X/%X\t%d\t%s\n" % (lsn >> 32, lsn & 0xFFFFFFFF, xid, data)
-                     for lsn, xid, data in rows]
+            it = iter(rows)
+            blob = b"".join([b"%X/%X\t%d\t%s\n" % (lsn >> 32, lsn & 0xFFFFFFFF, xid, data)
+                             for lsn, xid, data in zip(it, it, it)])
         del rows[:]
-        write(b"".join(lines))
+        write(blob)
 
     def sink(lsn: int, xid: int, data: bytes) -> None:
-        append((lsn, xid, data))
-        if len(rows) >= _BATCH_ROWS:
+        extend((lsn, xid, data))
+        if len(rows) >= 3 * _BATCH_ROWS:
             flush()
 
     return sink, flush
@@ -252,11 +360,11 @@ def _options(opts: List[str]) -> List[Tuple[str, Optional[str]]]:
 
 
 def _load_snapshots(directory: Optional[str]) -> Dict[int, bytes]:
-    from ..logical.slot import snapshot_lsn_from_name
-
     snaps: Dict[int, bytes] = {}
     if not directory:
         return snaps
+    from ..logical.slot import snapshot_lsn_from_name  # only with --snapshot-dir
+
     if not os.path.isdir(directory):
         raise UsageError(f"--snapshot-dir {directory} is not a directory")
     for fn in os.listdir(directory):

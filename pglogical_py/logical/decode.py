@@ -617,7 +617,9 @@ class LogicalDecoder:
         if d[o + 24] != 0:  # the other fast shape: main data only
             return False
         reorder = self.reorder
-        reorder.process_xid(xid, lsn)
+        if xid != reorder.by_txn_last_xid or reorder.by_txn_last_txn is None:
+            # (the txn of the last xid looked up exists: ProcessXid would find it)
+            reorder.process_xid(xid, lsn)
         builder = self.builder
         if builder.state < _FULL_SNAPSHOT or not builder.process_change(xid, lsn):
             return True

@@ -498,6 +498,8 @@ class LogicalDecodingContext:
         rb.cb_invalidate = self.invalidate_relcache
         rb.cb_catalog_token = self.catalog_token
         rb.cb_invalidate_catcache = self.invalidate_catcache
+        if hasattr(self.plugin, "fast_change"):
+            rb.cb_fast_apply = self.fast_apply
         rb.can_start_streaming = self.can_start_streaming
         rb.cb_stream_start = self.stream_start_cb_wrapper
         rb.cb_stream_stop = self.stream_stop_cb_wrapper
@@ -598,6 +600,21 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.commit(self, txn, commit_lsn)
+
+    def fast_apply(self, relation: Any) -> Optional[Callable[[ReorderBufferTXN,
+                                                              ReorderBufferChange], bool]]:
+        """The plugin's fast lane for ``relation``'s row changes, or None.
+
+        Not a PostgreSQL callback: ``change_cb_wrapper`` + the plugin's change callback
+        + ``write_data`` fused by the plugin for a relation whose output needs no
+        catalog look-up (test_decoding's warm relations).  The reorder buffer keeps it
+        with the relation while the catalog token stays the same and calls it instead
+        of ``change_cb_wrapper``; it returns False, having written nothing, for a
+        change it does not handle (the wrapper is then called).  It hands rows to the
+        sink with ``change.lsn`` and ``txn.xid``, exactly what the wrapper would set
+        as ``write_location`` / ``write_xid``.
+        """
+        return self.plugin.fast_change(self, relation, self._sink)  # type: ignore[no-any-return]
 
     def change_cb_wrapper(self, txn: ReorderBufferTXN, relation: Any,
                           change: ReorderBufferChange) -> None:

@@ -454,7 +454,10 @@ class ReorderBuffer:
         #: (catalog, cache epoch) the relation look-ups depend on; None: do not keep
         #: them across transactions (see ``_process_changes``)
         self.cb_catalog_token: Callable[[], Any] = _none
-        self._route_shared: Optional[Tuple[Any, Dict[Any, Tuple[Any, int]]]] = None
+        #: the output plugin's row fast lane for a relation (see ``_process_changes``):
+        #: ``fast(txn, change) -> bool``, False meaning "not handled, use the callback"
+        self.cb_fast_apply: Optional[Callable[[Any], Any]] = None
+        self._route_shared: Optional[Tuple[Any, Dict[Any, Tuple[Any, int, Any]]]] = None
         #: executing catcache / catalog invalidations ((cacheId, dbId, hash) tuples)
         self.cb_invalidate_catcache: Callable[[Sequence[Tuple[int, int, int]]], None] = _noop1
         #: SetupHistoricSnapshot(snapshot, txn, command_id, copied): the historic
@@ -537,7 +540,7 @@ class ReorderBuffer:
             tail.append(change)
             if action <= CHANGE_DELETE:
                 # ReorderBufferChangeSize (see _memory.py), inlined for row changes
-                sz = self._layout.change
+                sz = self._change_size
                 tup = change.newtuple
                 if tup is not None:
                     sz += self._tuple_overhead + len(tup)
@@ -994,6 +997,7 @@ class ReorderBuffer:
         self.major = major
         self._layout = _memory.layout(major)
         self._tuple_overhead = self._layout.heap_tuple_data + _memory.TUPLE_LEN_DELTA
+        self._change_size = self._layout.change
 
     def _mem_release(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferChangeMemoryUpdate (subtraction) of all of txn's in-memory bytes."""
@@ -1382,7 +1386,7 @@ class ReorderBuffer:
         a change of a plain table with no TOAST chunks pending goes straight to the
         apply callback.
         """
-        rel_cache: Dict[Tuple[int, int, int], Tuple[Any, int]] = {}
+        rel_cache: Dict[Any, Tuple[Any, int, Any]] = {}
         specinsert: Optional[ReorderBufferChange] = None
         prev_lsn = 0
         rel_by_filenode = self.relation_by_filenode
@@ -1395,13 +1399,19 @@ class ReorderBuffer:
             snapshot_now, command_id, copied = txn.replay_state
         set_snapshot = self.cb_snapshot
         apply_change = self.cb_apply_change
+        # the plugin's fast lane (not while streaming: that has its own callbacks)
+        fast_apply = self.cb_fast_apply if stream is None else None
         set_snapshot(snapshot_now, txn, command_id, copied)
         # the relations looked up by earlier transactions stay valid while the
         # session sees the same catalog and nothing was invalidated (PostgreSQL's
         # RelfilenumberMap and relcache entries outlive a transaction too)
         token = self.cb_catalog_token()
         shared = self._route_shared
-        if (token is not None and shared is not None and token[0] is shared[0][0]
+        if stream is not None:
+            # a streaming run calls the stream callbacks: the routes it makes carry
+            # no fast lane, and it must not use the lanes of the shared routes
+            pass
+        elif (token is not None and shared is not None and token[0] is shared[0][0]
                 and token[1] == shared[0][1]):
             rel_cache = shared[1]
         else:
@@ -1427,12 +1437,18 @@ class ReorderBuffer:
                     if route is None:
                         relation = rel_by_filenode(change.spc, change.db, change.relnode,
                                                    change.lsn)
-                        route = rel_cache[key] = (relation, self._route(relation))
-                    relation, kind = route
+                        route = rel_cache[key] = (relation, self._route(relation), None)
+                    relation, kind, fast = route
                     if kind == _ROUTE_APPLY:
                         if txn.toast_hash is None:
                             # the common case: nothing to reassemble, nothing to clear
-                            apply_change(txn, relation, change)
+                            if fast is None or not fast(txn, change):
+                                apply_change(txn, relation, change)
+                                if fast is None and fast_apply is not None:
+                                    # the plugin may have a fast lane for it by now
+                                    fast = fast_apply(relation)
+                                    if fast is not None:
+                                        rel_cache[key] = (relation, kind, fast)
                         else:
                             # ReorderBufferToastReplace: only the new tuple (old keys
                             # are always flattened by the server)

@@ -54,8 +54,15 @@ NOTES
     the shape test of the two commonest shapes (done in place on the segment buffer,
     no slice), which also proves it has no top-level-xid block -- and is not
     yielded: its xid goes to a callback (once per run of such records of one xid).
-    A record of another shape is decoded in full (DecodeXLogRecord's checks) and
-    skipped only when it names no top-level xid (AssignChild needs it).  A second
+    A record of another shape -- of these types, most often one carrying full-page
+    images (pgbench W1: Heap LOCK records with images are 130 MB of 182) -- gets
+    DecodeXLogRecord's checks from ``_skim_record``, which walks the block headers
+    where the record lies and builds nothing, and is skipped when it names no
+    top-level xid (AssignChild needs it; a record that names one is decoded in full
+    and yielded).  When such a record crosses pages, ``_assemble`` CRCs its parts
+    where they lie and joins only its first ``_SKIM_PREFIX`` bytes (whole parts),
+    enough for any block headers PostgreSQL writes (more is joined when they run
+    past it), so its images are never copied.  A second
     table maps record types to handlers that decode a record of the commonest shape
     where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
     common heap record costs neither an ``XLogRecord`` nor a copy of the record.
@@ -489,6 +496,164 @@ def _check_image(
         )
     if msg is not None:
         raise WalParseError(f"{msg} at {format_lsn(lsn)}", lsn=lsn, file=name)
+
+
+def _join(frags: List[Tuple[bytes, int, int]], keep: int) -> bytes:
+    """The bytes of ``frags`` (``(data, start, length)``) joined, up to at least ``keep``
+    of them (whole fragments; all when ``keep`` reaches their total)."""
+    parts = []
+    got = 0
+    for data, start, n in frags:
+        parts.append(data[start : start + n])
+        got += n
+        if got >= keep:
+            break
+    return b"".join(parts)
+
+
+#: how much of a record crossing pages ``_assemble`` copies when the record's type is one
+#: decode.c skips (its block headers are read from this prefix; more is joined only when
+#: they run past it, which a record PostgreSQL writes never does: at most 33 block
+#: headers of 27 bytes and the origin, top-level-xid and main-data headers)
+_SKIM_PREFIX = 1024
+
+
+def _skim_record(
+    data: bytes,
+    base: int,
+    tot_len: int,
+    have: int,
+    lsn: int,
+    name: str,
+    _blk_hdr: object = _BLK_HDR.unpack_from,
+    _img_hdr: object = _IMG_HDR.unpack_from,
+    _u16: object = _U16.unpack_from,
+    _u32: object = _U32.unpack_from,
+) -> int:
+    """DecodeXLogRecord's checks without building anything: the top-level xid.
+
+    For a record of a type decode.c skips (LogicalDecodingProcessRecord then only
+    does ReorderBufferProcessXid), of neither fast shape -- typically one carrying
+    full-page images.  The record lies at ``data[base:base + tot_len]``, of which
+    the first ``have`` bytes are present (the segment buffer in place: all of them;
+    a record crossing pages: ``_assemble``'s prefix).  Walks the block headers with
+    the same checks, in the same order and with the same messages as
+    ``_decode_record`` (a read past ``tot_len`` is its "invalid length"), and
+    returns the XLR_BLOCK_ID_TOPLEVEL_XID value (0: none), or -1 when the headers
+    run past the ``have`` bytes (the caller then decodes the whole record).
+    """
+    pos = SizeOfXLogRecord
+    datatotal = 0
+    max_id = -1
+    have_rel = False
+    toplevel = 0
+    lim = tot_len if tot_len < have else have
+    while tot_len - pos > datatotal:
+        if pos >= lim:  # pos < tot_len here: the prefix ends
+            return -1
+        bid = data[base + pos]
+        if bid == 255:  # XLR_BLOCK_ID_DATA_SHORT
+            if pos + 2 > tot_len:
+                pos = tot_len + 1
+                break
+            if pos + 2 > lim:
+                return -1
+            datatotal += data[base + pos + 1]
+            pos += 2
+            break
+        elif bid <= XLR_MAX_BLOCK_ID:
+            if bid <= max_id:
+                raise WalParseError(
+                    f"out-of-order block_id {bid} at {format_lsn(lsn)}", lsn=lsn, file=name
+                )
+            max_id = bid
+            if pos + 4 > tot_len:
+                pos = tot_len + 1
+                break
+            if pos + 4 > lim:
+                return -1
+            fork_flags, data_len = _blk_hdr(data, base + pos + 1)  # type: ignore[operator]
+            pos += 4
+            if fork_flags & 0x20:
+                if data_len == 0:
+                    raise WalParseError(
+                        f"BKPBLOCK_HAS_DATA set, but no data included at {format_lsn(lsn)}",
+                        lsn=lsn,
+                        file=name,
+                    )
+            elif data_len != 0:
+                raise WalParseError(
+                    f"BKPBLOCK_HAS_DATA not set, but data length is {data_len} "
+                    f"at {format_lsn(lsn)}",
+                    lsn=lsn,
+                    file=name,
+                )
+            datatotal += data_len
+            if fork_flags & 0x10:
+                if pos + 5 > tot_len:
+                    pos = tot_len + 1
+                    break
+                if pos + 5 > lim:
+                    return -1
+                bimg_len, hole_offset, bimg_info = _img_hdr(data, base + pos)  # type: ignore[operator]
+                pos += 5
+                if bimg_info & 0x1C:  # BKPIMAGE_COMPRESSED
+                    if bimg_info & 0x01:
+                        if pos + 2 > tot_len:
+                            pos = tot_len + 1
+                            break
+                        if pos + 2 > lim:
+                            return -1
+                        hole_length = _u16(data, base + pos)[0]  # type: ignore[operator]
+                        pos += 2
+                    else:
+                        hole_length = 0
+                else:
+                    hole_length = BLCKSZ - bimg_len
+                datatotal += bimg_len
+                _check_image(bimg_len, hole_offset, hole_length, bimg_info, lsn, name)
+            if fork_flags & 0x80:
+                if not have_rel:
+                    raise WalParseError(
+                        f"BKPBLOCK_SAME_REL set but no previous rel at {format_lsn(lsn)}",
+                        lsn=lsn,
+                        file=name,
+                    )
+                n = 4
+            else:
+                n = 16
+                have_rel = True
+            if pos + n > tot_len:
+                pos = tot_len + 1
+                break
+            pos += n
+        elif bid == 254:  # XLR_BLOCK_ID_DATA_LONG
+            if pos + 5 > tot_len:
+                pos = tot_len + 1
+                break
+            if pos + 5 > lim:
+                return -1
+            datatotal += _u32(data, base + pos + 1)[0]  # type: ignore[operator]
+            pos += 5
+            break
+        elif bid == 253:  # XLR_BLOCK_ID_ORIGIN
+            if pos + 3 > tot_len:
+                pos = tot_len + 1
+                break
+            pos += 3
+        elif bid == 252:  # XLR_BLOCK_ID_TOPLEVEL_XID
+            if pos + 5 > tot_len:
+                pos = tot_len + 1
+                break
+            if pos + 5 > lim:
+                return -1
+            toplevel = _u32(data, base + pos + 1)[0]  # type: ignore[operator]
+            pos += 5
+        else:
+            raise WalParseError(f"invalid block_id {bid} at {format_lsn(lsn)}", lsn=lsn, file=name)
+    if pos > tot_len or tot_len - pos != datatotal:
+        raise WalParseError(f"record with invalid length at {format_lsn(lsn)}", lsn=lsn, file=name)
+    return toplevel
 
 
 class XLogReader:
@@ -932,6 +1097,8 @@ class XLogReader:
         calc = 0
         unpack_hdr = _REC_HDR.unpack_from
         decode = _decode_record
+        skim = _skim_record
+        frags: List[Tuple[bytes, int, int]] = []
         Record = XLogRecord
         # pg_waldump -e: nothing past ``end``; no end: a bound no LSN reaches
         end = end_lsn if end_lsn is not None else 1 << 64
@@ -1070,9 +1237,20 @@ class XLogReader:
                                         i += 8
                                 calc = hdr_crc(buf, off, cr ^ 0xFFFFFFFF)
                     else:
-                        # Need to reassemble record
-                        got, next_ptr, calc = self._assemble(
-                            seg, rec_ptr, tot_len, prev_ptr, avail, verify
+                        # Need to reassemble record.  A record of a type decode.c
+                        # skips (decoding mode; its header is on this page) is only
+                        # joined as far as its block headers go: CRC-ed where its
+                        # parts lie, its full-page images are never copied.
+                        keep = tot_len
+                        if (
+                            skip is not None
+                            and avail >= SizeOfXLogRecord
+                            and tot_len > _SKIM_PREFIX
+                            and skip[(rmid << 4) | (info >> 4)] != 0
+                        ):
+                            keep = _SKIM_PREFIX
+                        got, next_ptr, calc, frags = self._assemble(
+                            seg, rec_ptr, tot_len, prev_ptr, avail, verify, keep
                         )
                         if got is None:
                             if next_ptr < 0:  # would extend past end_lsn
@@ -1144,18 +1322,32 @@ class XLogReader:
                         if single and not skipped and fast_fn is None:
                             raw = buf[off : off + tot_len]
                     else:
-                        if single:
-                            raw = buf[off : off + tot_len]
-                        blocks, main_off, main_len, origin, toplevel = decode(
-                            raw, tot_len, rec_ptr, rec_name, True
-                        )
                         # a record naming its top-level xid is never skipped: the
-                        # decoder assigns the subtransaction from it (AssignChild)
-                        skipped = (
-                            skip is not None
-                            and not toplevel
-                            and skip[(rmid << 4) | (info >> 4)] != 0
-                        )
+                        # decoder assigns the subtransaction from it (AssignChild).
+                        # One of a skipped type (full-page images, most often) has
+                        # its block headers checked in place, no objects built.
+                        skipped = False
+                        if skip is not None and skip[(rmid << 4) | (info >> 4)] != 0:
+                            if single:
+                                toplevel = skim(buf, off, tot_len, tot_len, rec_ptr, rec_name)
+                            else:
+                                toplevel = skim(raw, 0, tot_len, len(raw), rec_ptr, rec_name)
+                            skipped = toplevel == 0
+                        if not skipped:
+                            if single:
+                                raw = buf[off : off + tot_len]
+                            elif len(raw) < tot_len:
+                                raw = _join(frags, tot_len)
+                            blocks, main_off, main_len, origin, toplevel = decode(
+                                raw, tot_len, rec_ptr, rec_name, True
+                            )
+                            skipped = (
+                                skip is not None
+                                and not toplevel
+                                and skip[(rmid << 4) | (info >> 4)] != 0
+                            )
+                    if not single:
+                        frags = []  # they may hold the segment left: let it go
                 except _EndOfWal as e:
                     self._finish(e.reason, e.lsn, e.fail_page)
                     return
@@ -1222,31 +1414,47 @@ class XLogReader:
                 self.last_record_lsn = prev_ptr
 
     def _assemble(
-        self, seg: _Segment, rec_ptr: int, tot_len: int, prev_ptr: int, avail: int, verify: bool
-    ) -> Tuple[Optional[bytes], int, int]:
+        self,
+        seg: _Segment,
+        rec_ptr: int,
+        tot_len: int,
+        prev_ptr: int,
+        avail: int,
+        verify: bool,
+        keep: int = 1 << 62,
+    ) -> Tuple[Optional[bytes], int, int, List[Tuple[bytes, int, int]]]:
         """XLogDecodeNextRecord's "Need to reassemble record" loop.
 
-        Returns (raw, NextRecPtr, computed xl_crc); (None, restart position, 0) when a
-        continuation page says XLP_FIRST_IS_OVERWRITE_CONTRECORD; (None, -1, 0) when
-        the record would extend past ``end_lsn``.  The header is validated here when
-        it was split.  With ``verify`` the CRC is computed part by part on the segment
-        buffers as the parts are found (body parts, then the header), so the joined
-        record is not read a second time nor sliced again (0 when not ``verify``).
+        Returns (raw, NextRecPtr, computed xl_crc, fragments); (None, restart position,
+        0, []) when a continuation page says XLP_FIRST_IS_OVERWRITE_CONTRECORD; (None,
+        -1, 0, []) when the record would extend past ``end_lsn``.  The header is
+        validated here when it was split.  With ``verify`` the CRC is computed part by
+        part on the segment buffers as the parts are found (body parts, then the
+        header), so nothing is read twice (0 when not ``verify``).  The parts are found
+        as fragments ``(segment data, start, length)`` -- references, no copies --;
+        ``raw`` joins them when ``keep >= tot_len``, otherwise it is only the record's
+        first ``keep`` bytes or more (whole fragments), enough for the block headers
+        of a record that decoding mode skips: its full-page images are never copied.
         """
         blcksz = self.xlog_blcksz
         off = rec_ptr - seg.start
         first_data = seg.data
-        parts = [first_data[off : off + avail]]
         gotlen = avail
         gotheader = avail >= SizeOfXLogRecord
         # body CRC so far (finished-CRC convention); -1: header split, CRC at the end
         c_extend = _C_EXTEND
         crc_range = _crc_mod.crc32c_range
         crc = -1
-        if verify and gotheader:
-            if c_extend is not None:
-                crc = c_extend(0, parts[0][SizeOfXLogRecord:])  # type: ignore[operator]
-            else:
+        # google-crc32c takes only ``bytes``: with it each part is sliced once, for the
+        # CRC, and that slice is the fragment (a whole-bytes slice is not copied again)
+        if c_extend is not None:
+            part = first_data[off : off + avail]
+            frags = [(part, 0, avail)]
+            if verify and gotheader:
+                crc = c_extend(0, part[SizeOfXLogRecord:])  # type: ignore[operator]
+        else:
+            frags = [(first_data, off, avail)]
+            if verify and gotheader:
                 crc = crc_range(first_data, off + SizeOfXLogRecord, off + avail, 0)
         page_ptr = rec_ptr + avail - blcksz
         rem_len = 0
@@ -1256,7 +1464,7 @@ class XLogReader:
             page_ptr += blcksz
             if end_lsn is not None and page_ptr + SizeOfXLogShortPHD > end_lsn:
                 # pg_waldump's page_read refuses pages past -e: the record is not read
-                return None, -1, 0
+                return None, -1, 0, []
             try:
                 cseg = self._segment_for(page_ptr)
             except _EndOfInput as e:
@@ -1268,7 +1476,7 @@ class XLogReader:
                 raise _EndOfWal(e.reason, rec_ptr, page_ptr) from None
             if pinfo & XLP_FIRST_IS_OVERWRITE_CONTRECORD:
                 self.aborted_records.append((rec_ptr, page_ptr))
-                return None, page_ptr, 0
+                return None, page_ptr, 0, []
             if not pinfo & XLP_FIRST_IS_CONTRECORD:
                 raise _EndOfWal(
                     f"there is no contrecord flag at {format_lsn(page_ptr)}", rec_ptr, page_ptr
@@ -1285,29 +1493,33 @@ class XLogReader:
                 n = rem_len
             pstart = poff + hsize
             cdata = cseg.data
-            part = cdata[pstart : pstart + n]
-            parts.append(part)
-            if crc >= 0:
-                if c_extend is not None:
+            if c_extend is not None:
+                part = cdata[pstart : pstart + n]
+                frags.append((part, 0, n))
+                if crc >= 0:
                     crc = c_extend(crc, part)  # type: ignore[operator]
-                else:
+            else:
+                frags.append((cdata, pstart, n))
+                if crc >= 0:
                     crc = crc_range(cdata, pstart, pstart + n, crc)
             gotlen += n
             if not gotheader:
-                head = b"".join(parts)
+                head = _join(frags, SizeOfXLogRecord)
                 _t, _x, xl_prev, _i, rmid, _c = _REC_HDR.unpack_from(head, 0)
                 self._check_header(rec_ptr, xl_prev, rmid, prev_ptr, page_ptr)
                 gotheader = True
         if end_lsn is not None and page_ptr + hsize + rem_len > end_lsn:
-            return None, -1, 0
-        raw = b"".join(parts)
+            return None, -1, 0, []
+        raw = _join(frags, keep)
         if not verify:
             crc = 0
         elif crc >= 0:
             crc = _crc_mod.xlog_header_crc(first_data, off, crc)
         else:
+            if len(raw) < tot_len:
+                raw = _join(frags, tot_len)
             crc = _crc_mod.xlog_record_crc(raw, 0, tot_len)
-        return raw, page_ptr + hsize + ((rem_len + 7) & ~7), crc
+        return raw, page_ptr + hsize + ((rem_len + 7) & ~7), crc, frags
 
     @staticmethod
     def _check_header(rec_ptr: int, xl_prev: int, rmid: int, prev_ptr: int, page: int) -> None:

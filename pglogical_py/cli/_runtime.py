@@ -1,0 +1,64 @@
+"""Process start-up tuning for the command line (``python -m pglogical_py``,
+``pglogical-py``); not used when the library is imported.
+
+Mirrors: nothing in PostgreSQL (a backend's memory contexts need no such tuning).
+
+NOTES
+    PyPy's generational GC starts with a 1 MB nursery; its size is read from the
+    ``PYPY_GC_NURSERY`` environment variable when the interpreter starts and cannot
+    be changed afterwards.  A decode allocates, per change, objects that live until
+    their transaction commits (the queued changes: PostgreSQL holds them too) and
+    output rows that live until their batch is written.  With 1 MB most of them
+    survive a minor collection, are copied to the old generation and wait for a major
+    collection: on the W2 benchmark (1M inserts) PyPy reported 3.1 s of GC in a
+    3.9 s decode with 1 MB, 0.5 s with 32 MB (loaded machine).  So the command
+    line re-executes itself once under PyPy with ``NURSERY`` unless the variable is
+    already set (the user's value wins, ``PYPY_GC_NURSERY=1MB`` restores PyPy's
+    default).  The cost is one more interpreter start (~40 ms of CPU); the nursery
+    adds its size to the resident set once.
+
+    Why 8 MB (docs/performance.md, "PyPy: GC nursery"): 16 MB and 32 MB were a little
+    faster again on the benchmarks, but the peak RSS of the memory-bounded 1M-row
+    decode (work_mem 64MB) went from 174 MB (1 MB and 8 MB) to 208 MB and 224 MB,
+    past issue 5's work_mem + 150 MB.  Lower JIT warm-up thresholds
+    (``pypyjit.set_param``) were measured too and did not pay.
+
+    ``PGLOGICAL_PY_NO_TUNING=1`` turns the re-execution off (for benchmarks that show
+    its effect).
+
+INVARIANTS
+    * At most one re-execution: the child sees the variable set.
+    * CPython, and any in-process call of ``cli.main``, are never affected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List
+
+#: the nursery the command line asks PyPy for (see NOTES for the figures)
+NURSERY = "8MB"
+
+
+#: (sys.implementation, not platform: importing platform costs 15 ms on PyPy)
+_PYPY = sys.implementation.name == "pypy"
+
+
+def _enabled() -> bool:
+    return _PYPY and os.environ.get("PGLOGICAL_PY_NO_TUNING", "") in ("", "0")
+
+
+def reexec_tuned(argv: List[str]) -> None:
+    """Re-execute ``python -m pglogical_py ARGV`` under PyPy with a larger GC nursery
+    (returns only when nothing is to be done or the exec is impossible)."""
+    if not _enabled() or "PYPY_GC_NURSERY" in os.environ:
+        return
+    env = dict(os.environ, PYPY_GC_NURSERY=NURSERY)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "pglogical_py"] + argv, env)
+    except OSError:
+        return  # no exec here (e.g. a frozen interpreter): run as we are
+

@@ -1,0 +1,102 @@
+"""The reorder buffer's row fast lane (``ctx.fast_apply`` / ``TestDecoding.fast_change``)
+and the command line's PyPy start-up tuning (``cli/_runtime.py``).
+
+The lane is an optimisation: with it and without it the output must be PostgreSQL's
+bytes (the fixtures' tsv), and it must actually carry the rows of warm relations --
+otherwise the corpus tests would pass without exercising it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+import pytest
+from test_decode_corpus import CASES, _read_expected, decode_fixture  # type: ignore[import-not-found]
+
+from pglogical_py.plugins.test_decoding import TestDecoding
+
+# every PG major; rows of plain, DDL-changed and streamed transactions, with
+# skip-empty-xacts off (BEGIN before the first row) and on (the first row writes it)
+_WANTED = {("basic", "xids1_skip0"), ("ddl", "xids0_skip1"), ("toast", "xids0_skip1"),
+           ("stream", "stream_xids0_skip1")}
+_LANE_CASES = [c for c in CASES if c[1] == "decode" and (os.path.basename(c[0]), c[2]) in _WANTED]
+
+def expected_output(wdir: str, sub: str, optionset: str) -> bytes:
+    path = os.path.join(wdir, sub, optionset + ".tsv")
+    return _read_expected(path if os.path.exists(path) else path + ".gz")
+
+
+def _ids(c: Any) -> str:
+    wdir, sub, opt = c
+    return "%s/%s/%s" % (os.path.basename(os.path.dirname(wdir)), os.path.basename(wdir), opt)
+
+
+@pytest.mark.parametrize("case", _LANE_CASES, ids=[_ids(c) for c in _LANE_CASES])
+def test_lane_and_callbacks_give_postgres_bytes(case: Any, monkeypatch: Any) -> None:
+    wdir, sub, optionset = case
+    want = expected_output(wdir, sub, optionset)
+    rows_by_lane: List[int] = [0]
+    orig = TestDecoding.fast_change
+
+    def counting(self: TestDecoding, ctx: Any, relation: Any, sink: Any) -> Any:
+        lane = orig(self, ctx, relation, sink)
+        if lane is None:
+            return None
+
+        def counted(txn: Any, change: Any) -> bool:
+            done = lane(txn, change)
+            rows_by_lane[0] += done
+            return done
+
+        return counted
+
+    monkeypatch.setattr(TestDecoding, "fast_change", counting)
+    assert decode_fixture(wdir, sub, optionset) == want
+    with_lane = rows_by_lane[0]
+    # without the lane every row goes through change_cb_wrapper
+    monkeypatch.delattr(TestDecoding, "fast_change")
+    assert decode_fixture(wdir, sub, optionset) == want
+    rows = want.count(b"\ttable ")
+    if rows >= 20:
+        # the first row of each transaction and relation takes the callback path
+        assert with_lane > 0, "the fast lane carried no row"
+
+
+def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
+    from pglogical_py.cli import _runtime
+
+    calls: List[Any] = []
+
+    def fake_execve(path: str, argv: List[str], env: Dict[str, str]) -> None:
+        calls.append((path, argv, env))
+
+    monkeypatch.setattr(_runtime.os, "execve", fake_execve)
+    monkeypatch.setattr(_runtime, "_PYPY", True)
+    monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+    monkeypatch.delenv("PGLOGICAL_PY_NO_TUNING", raising=False)
+    _runtime.reexec_tuned(["decode", "wal", "--catalog", "c.json"])
+    assert len(calls) == 1
+    path, argv, env = calls[0]
+    assert argv[1:] == ["-m", "pglogical_py", "decode", "wal", "--catalog", "c.json"]
+    assert env["PYPY_GC_NURSERY"] == _runtime.NURSERY
+    # the child (variable set) and a user's own value: no second exec
+    monkeypatch.setenv("PYPY_GC_NURSERY", "1MB")
+    _runtime.reexec_tuned(["decode"])
+    monkeypatch.delenv("PYPY_GC_NURSERY")
+    monkeypatch.setenv("PGLOGICAL_PY_NO_TUNING", "1")
+    _runtime.reexec_tuned(["decode"])
+    assert len(calls) == 1
+
+
+def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:
+    from pglogical_py.cli import _runtime
+
+    monkeypatch.setattr(_runtime, "_PYPY", False)
+    monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+
+    def boom(*a: Any) -> None:
+        raise AssertionError("exec on CPython")
+
+    monkeypatch.setattr(_runtime.os, "execve", boom)
+    _runtime.reexec_tuned(["decode"])
