@@ -17,7 +17,7 @@ NOTES
     ``\\\\``, ``\\t``, ``\\n``, ``\\r`` and every other byte raw (NUL included).
     ``--format jsonl`` is for people and tools.
 
-    Rows are collected and written in batches (``_tsv_sink``; 4096 rows on CPython,
+    Rows are collected and written in batches (``_tsv_sink``; 512 rows on CPython,
     128 on PyPy, whose nursery would otherwise copy every row of a batch): one write
     and one escape check per batch, row-by-row escaping only for a batch holding a
     backslash, TAB, LF or CR.  The LSN text is built from cached pieces (high half,
@@ -69,8 +69,11 @@ _CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms 
 #: rows collected before one write (a batch's data is checked for bytes to escape at
 #: once).  PyPy: 128, so that most rows die young -- PyPy collects its nursery about
 #: every 330 rows of W2, and a row still referenced then is copied out of it (4096
-#: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256)
-_BATCH_ROWS = 128 if _CONCAT else 4096
+#: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256).  CPython: 512,
+#: so that a batch's joined text (~100 kB of W2 rows) stays below the 128 kB mmap
+#: threshold ``_setup_memory`` pins: 4096-row batches were one mmap + munmap + page
+#: faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
+_BATCH_ROWS = 128 if _CONCAT else 512
 #: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
 #: an LSN whose low half is below 0x1000); filled by the first ``_tsv_sink``
 _HEX3: Tuple[bytes, ...] = ()
