@@ -303,6 +303,13 @@ class _Segment:
         self.start = start
 
 
+def _parse_error(msg: str, lsn: int, name: str) -> WalParseError:
+    """DecodeXLogRecord's ``report_invalid_record``: ``msg`` at the record's LSN, in its
+    file (shared by ``_decode_record`` and ``_skim_record``, which check the same
+    headers with the same messages)."""
+    return WalParseError(f"{msg} at {format_lsn(lsn)}", lsn=lsn, file=name)
+
+
 def _decode_record(
     raw: bytes,
     tot_len: int,
@@ -375,28 +382,17 @@ def _decode_record(
                 break
             elif bid <= XLR_MAX_BLOCK_ID:
                 if bid <= max_id:
-                    raise WalParseError(
-                        f"out-of-order block_id {bid} at {format_lsn(lsn)}",
-                        lsn=lsn,
-                        file=name,
-                    )
+                    raise _parse_error(f"out-of-order block_id {bid}", lsn, name)
                 max_id = bid
                 fork_flags, data_len = blk_hdr(raw, pos + 1)  # type: ignore[operator]
                 pos += 4
                 if fork_flags & 0x20:
                     if data_len == 0:
-                        raise WalParseError(
-                            f"BKPBLOCK_HAS_DATA set, but no data included at {format_lsn(lsn)}",
-                            lsn=lsn,
-                            file=name,
-                        )
+                        raise _parse_error(
+                            "BKPBLOCK_HAS_DATA set, but no data included", lsn, name)
                 elif data_len != 0:
-                    raise WalParseError(
-                        f"BKPBLOCK_HAS_DATA not set, but data length is {data_len} "
-                        f"at {format_lsn(lsn)}",
-                        lsn=lsn,
-                        file=name,
-                    )
+                    raise _parse_error(
+                        f"BKPBLOCK_HAS_DATA not set, but data length is {data_len}", lsn, name)
                 datatotal += data_len
                 if fork_flags & 0x10:
                     bimg_len, hole_offset, bimg_info = _img_hdr(raw, pos)  # type: ignore[operator]
@@ -415,11 +411,7 @@ def _decode_record(
                     bimg_len = hole_offset = hole_length = bimg_info = 0
                 if fork_flags & 0x80:
                     if not have_rel:
-                        raise WalParseError(
-                            f"BKPBLOCK_SAME_REL set but no previous rel at {format_lsn(lsn)}",
-                            lsn=lsn,
-                            file=name,
-                        )
+                        raise _parse_error("BKPBLOCK_SAME_REL set but no previous rel", lsn, name)
                     blkno = _u32(raw, pos)[0]  # type: ignore[operator]
                     pos += 4
                 else:
@@ -456,13 +448,11 @@ def _decode_record(
                 toplevel = _u32(raw, pos + 1)[0]  # type: ignore[operator]
                 pos += 5
             else:
-                raise WalParseError(
-                    f"invalid block_id {bid} at {format_lsn(lsn)}", lsn=lsn, file=name
-                )
+                raise _parse_error(f"invalid block_id {bid}", lsn, name)
     except (struct.error, IndexError):
         pos = tot_len + 1  # COPY_HEADER_FIELD overran: shortdata_err below
     if pos > tot_len or tot_len - pos != datatotal:
-        raise WalParseError(f"record with invalid length at {format_lsn(lsn)}", lsn=lsn, file=name)
+        raise _parse_error("record with invalid length", lsn, name)
     for b in blocks:
         if b.has_image:
             b._image_off = pos
@@ -495,7 +485,7 @@ def _check_image(
             f"is {bimg_len}"
         )
     if msg is not None:
-        raise WalParseError(f"{msg} at {format_lsn(lsn)}", lsn=lsn, file=name)
+        raise _parse_error(msg, lsn, name)
 
 
 def _join(frags: List[Tuple[bytes, int, int]], keep: int) -> bytes:
@@ -563,9 +553,7 @@ def _skim_record(
             break
         elif bid <= XLR_MAX_BLOCK_ID:
             if bid <= max_id:
-                raise WalParseError(
-                    f"out-of-order block_id {bid} at {format_lsn(lsn)}", lsn=lsn, file=name
-                )
+                raise _parse_error(f"out-of-order block_id {bid}", lsn, name)
             max_id = bid
             if pos + 4 > tot_len:
                 pos = tot_len + 1
@@ -576,18 +564,10 @@ def _skim_record(
             pos += 4
             if fork_flags & 0x20:
                 if data_len == 0:
-                    raise WalParseError(
-                        f"BKPBLOCK_HAS_DATA set, but no data included at {format_lsn(lsn)}",
-                        lsn=lsn,
-                        file=name,
-                    )
+                    raise _parse_error("BKPBLOCK_HAS_DATA set, but no data included", lsn, name)
             elif data_len != 0:
-                raise WalParseError(
-                    f"BKPBLOCK_HAS_DATA not set, but data length is {data_len} "
-                    f"at {format_lsn(lsn)}",
-                    lsn=lsn,
-                    file=name,
-                )
+                raise _parse_error(
+                    f"BKPBLOCK_HAS_DATA not set, but data length is {data_len}", lsn, name)
             datatotal += data_len
             if fork_flags & 0x10:
                 if pos + 5 > tot_len:
@@ -614,11 +594,7 @@ def _skim_record(
                 _check_image(bimg_len, hole_offset, hole_length, bimg_info, lsn, name)
             if fork_flags & 0x80:
                 if not have_rel:
-                    raise WalParseError(
-                        f"BKPBLOCK_SAME_REL set but no previous rel at {format_lsn(lsn)}",
-                        lsn=lsn,
-                        file=name,
-                    )
+                    raise _parse_error("BKPBLOCK_SAME_REL set but no previous rel", lsn, name)
                 n = 4
             else:
                 n = 16
@@ -650,9 +626,9 @@ def _skim_record(
             toplevel = _u32(data, base + pos + 1)[0]  # type: ignore[operator]
             pos += 5
         else:
-            raise WalParseError(f"invalid block_id {bid} at {format_lsn(lsn)}", lsn=lsn, file=name)
+            raise _parse_error(f"invalid block_id {bid}", lsn, name)
     if pos > tot_len or tot_len - pos != datatotal:
-        raise WalParseError(f"record with invalid length at {format_lsn(lsn)}", lsn=lsn, file=name)
+        raise _parse_error("record with invalid length", lsn, name)
     return toplevel
 
 
