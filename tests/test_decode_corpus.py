@@ -16,34 +16,27 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import _matrix  # type: ignore[import-not-found]
 import pytest
+from _fixtures import FIXTURES as FIXTURES  # type: ignore[import-not-found]  # (re-exported)
+from _fixtures import workload_dirs  # type: ignore[import-not-found]
 
 from pglogical_py.cli.decode import escape_tsv
 from pglogical_py.lsn import parse_lsn
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
-
 
 def _cases() -> List[Tuple[str, str, str]]:
     out: List[Tuple[str, str, str]] = []
-    if not os.path.isdir(FIXTURES):
-        return out
-    for major in sorted(os.listdir(FIXTURES)):
-        mdir = os.path.join(FIXTURES, major)
-        if not major.startswith("pg") or not os.path.isdir(mdir):
-            continue
-        for workload in sorted(os.listdir(mdir)):
-            wdir = os.path.join(mdir, workload)
-            for sub in ("decode", "decode_nosnap"):
-                ddir = os.path.join(wdir, sub)
-                if not os.path.isdir(ddir):
-                    continue
-                for fn in sorted(os.listdir(ddir)):
-                    if fn.startswith("settings_"):
-                        continue  # session-settings peeks: test_decode_settings_matches_postgres
-                    if fn.endswith(".tsv"):
-                        out.append((wdir, sub, fn[:-4]))
-                    elif fn.endswith(".tsv.gz"):  # large outputs (spill, stream)
-                        out.append((wdir, sub, fn[:-7]))
+    for wdir in workload_dirs():
+        for sub in ("decode", "decode_nosnap"):
+            ddir = os.path.join(wdir, sub)
+            if not os.path.isdir(ddir):
+                continue
+            for fn in sorted(os.listdir(ddir)):
+                if fn.startswith("settings_"):
+                    continue  # session-settings peeks: test_decode_settings_matches_postgres
+                if fn.endswith(".tsv"):
+                    out.append((wdir, sub, fn[:-4]))
+                elif fn.endswith(".tsv.gz"):  # large outputs (spill, stream)
+                    out.append((wdir, sub, fn[:-7]))
     return out
 
 
@@ -202,18 +195,12 @@ def test_decode_matches_postgres(wdir: str, sub: str, optionset: str) -> None:
 def _settings_cases() -> List[Tuple[str, str]]:
     """(workload dir, set name) of every ``decode/settings_<name>.json``."""
     out: List[Tuple[str, str]] = []
-    if not os.path.isdir(FIXTURES):
-        return out
-    for major in sorted(os.listdir(FIXTURES)):
-        mdir = os.path.join(FIXTURES, major)
-        if not major.startswith("pg") or not os.path.isdir(mdir):
-            continue
-        for workload in sorted(os.listdir(mdir)):
-            ddir = os.path.join(mdir, workload, "decode")
-            if os.path.isdir(ddir):
-                for fn in sorted(os.listdir(ddir)):
-                    if fn.startswith("settings_") and fn.endswith(".json"):
-                        out.append((os.path.join(mdir, workload), fn[:-5]))
+    for wdir in workload_dirs():
+        ddir = os.path.join(wdir, "decode")
+        if os.path.isdir(ddir):
+            for fn in sorted(os.listdir(ddir)):
+                if fn.startswith("settings_") and fn.endswith(".json"):
+                    out.append((wdir, fn[:-5]))
     return out
 
 

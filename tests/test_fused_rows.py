@@ -18,7 +18,8 @@ import os
 from typing import Any, List, Tuple
 
 import pytest
-from test_decode_corpus import FIXTURES, decode_fixture  # type: ignore[import-not-found]
+from _fixtures import workload_dirs  # type: ignore[import-not-found]
+from test_decode_corpus import decode_fixture  # type: ignore[import-not-found]
 
 from pglogical_py.access.heaptuple import deform_wal_tuple
 from pglogical_py.plugins import test_decoding as td
@@ -27,20 +28,14 @@ from pglogical_py.types import OutputSettings
 
 def _workloads() -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
-    if not os.path.isdir(FIXTURES):
-        return out
-    for major in sorted(os.listdir(FIXTURES)):
-        mdir = os.path.join(FIXTURES, major)
-        if not major.startswith("pg") or not os.path.isdir(mdir):
+    for wdir in workload_dirs():
+        ddir = os.path.join(wdir, "decode")
+        if not os.path.isdir(ddir):
             continue
-        for workload in sorted(os.listdir(mdir)):
-            ddir = os.path.join(mdir, workload, "decode")
-            if not os.path.isdir(ddir):
-                continue
-            sets = sorted(fn[:-4] for fn in os.listdir(ddir)
-                          if fn.endswith(".tsv") and not fn.startswith("settings_"))
-            if sets:
-                out.append((os.path.join(mdir, workload), sets[0]))
+        sets = sorted(fn[:-4] for fn in os.listdir(ddir)
+                      if fn.endswith(".tsv") and not fn.startswith("settings_"))
+        if sets:
+            out.append((wdir, sets[0]))
     return out
 
 

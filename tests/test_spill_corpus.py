@@ -18,10 +18,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import _matrix  # type: ignore[import-not-found]
 import pytest
+from _fixtures import workload_dirs  # type: ignore[import-not-found]
 
 from pglogical_py.lsn import parse_lsn
-
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 #: counters that must equal PostgreSQL's (all of pg_stat_replication_slots' byte and
 #: transaction counters: total_* as ReorderBufferProcessTXN / IterTXNNext count them)
@@ -31,18 +30,12 @@ EXACT = ("spill_txns", "spill_count", "spill_bytes", "stream_txns", "stream_coun
 
 def _cases() -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
-    if not os.path.isdir(FIXTURES):
-        return out
-    for major in sorted(os.listdir(FIXTURES)):
-        mdir = os.path.join(FIXTURES, major)
-        if not major.startswith("pg") or not os.path.isdir(mdir):
-            continue
-        for workload in sorted(os.listdir(mdir)):
-            sdir = os.path.join(mdir, workload, "stats")
-            if os.path.isdir(sdir):
-                for fn in sorted(os.listdir(sdir)):
-                    if fn.endswith(".json"):
-                        out.append((os.path.join(mdir, workload), fn[:-5]))
+    for wdir in workload_dirs():
+        sdir = os.path.join(wdir, "stats")
+        if os.path.isdir(sdir):
+            for fn in sorted(os.listdir(sdir)):
+                if fn.endswith(".json"):
+                    out.append((wdir, fn[:-5]))
     return out
 
 
