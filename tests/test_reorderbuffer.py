@@ -205,3 +205,69 @@ def test_streaming_over_work_mem_streams_the_txn() -> None:
     rb.commit(10, 400, 410, 0, 0, 0)
     assert ev[-1] == ("stream_commit", 10)
     assert rb.stats.stream_count == 2  # the (empty) last block at commit counts
+
+
+def test_streamed_spilled_subxact_is_marked_streamed_as_nentries_mem_says() -> None:
+    """ReorderBufferTruncateTXN after a stream marks a subtransaction streamed when it
+    holds changes in memory (nentries_mem): for a spilled one, the last batch restored --
+    all of it when it fits in one batch (4096 changes), none once a bigger one was
+    replayed to its end.  Only a subtransaction marked streamed gets a stream_abort
+    (the live twin: tests/test_stream_abort_live.py)."""
+    rb, ev = _rb()
+    rb.streaming_requested = True
+    rb.cb_stream_start = lambda txn, lsn: None
+    rb.cb_stream_stop = lambda txn, lsn: None
+    rb.cb_stream_change = lambda txn, rel, ch: None
+    rb.cb_stream_abort = lambda txn, lsn: ev.append(("stream_abort", txn.xid))
+    _insert(rb, 10, 100)
+    lsn = 200
+    sizes = {11: 3, 12: 4097, 13: 2}  # spilled small, spilled over one batch, in memory
+    for sub, n in sizes.items():
+        rb.assign_child(10, sub, lsn)
+        if sub == 13:
+            top = rb.by_txn[10]
+            rb.serialize_txn(top)  # 11 and 12 are spilled, 13 comes after
+        for _ in range(n):
+            _insert(rb, sub, lsn)
+            lsn += 10
+    rb.assign_child(10, 14, lsn)  # no change at all
+    top = rb.by_txn[10]
+    rb.stream_txn(top)
+    assert top.is_streamed
+    assert {s: rb.by_txn[s].is_streamed for s in (11, 12, 13, 14)} == {
+        11: True, 12: False, 13: True, 14: False}
+    for sub in (11, 12, 13, 14):
+        rb.abort(sub, lsn, 0)
+        lsn += 10
+    assert ev == [("stream_abort", 11), ("stream_abort", 13)]
+
+
+def test_stream_stopped_by_concurrent_abort_marks_unfinished_big_spilled_subxact() -> None:
+    """A concurrent abort (ReorderBufferResetTXN) stops the replay inside a spilled
+    subtransaction of more than one batch: its current batch is still in memory, so it
+    is marked streamed and its rollback is sent."""
+    from pglogical_py.logical.reorderbuffer import ConcurrentAbort
+
+    rb, ev = _rb()
+    rb.streaming_requested = True
+    rb.cb_stream_start = lambda txn, lsn: None
+    rb.cb_stream_stop = lambda txn, lsn: ev.append(("stream_stop", lsn))
+    first_of_12 = 300
+
+    def change(txn: Any, rel: Any, ch: Any) -> None:
+        if ch.lsn == first_of_12:
+            raise ConcurrentAbort(12)
+
+    rb.cb_stream_change = change
+    rb.cb_stream_abort = lambda txn, lsn: ev.append(("stream_abort", txn.xid))
+    _insert(rb, 10, 100)
+    rb.assign_child(10, 12, first_of_12)
+    for i in range(4097):
+        _insert(rb, 12, first_of_12 + 10 * i)
+    top = rb.by_txn[10]
+    rb.serialize_txn(top)
+    rb.stream_txn(top)
+    assert ev == [("stream_stop", first_of_12)]
+    assert rb.by_txn[12].is_streamed
+    rb.abort(12, 100000, 0)
+    assert ev[-1] == ("stream_abort", 12)

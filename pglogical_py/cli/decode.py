@@ -324,6 +324,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--eviction", choices=("largest", "oldest"), default="largest",
                    help="which transaction to spill over --work-mem: largest (PostgreSQL) "
                    "or oldest (by first LSN)")
+    p.add_argument("--debug-logical-replication-streaming", choices=("buffered", "immediate"),
+                   default="buffered", help="the decoding session's debug setting (16+): "
+                   "immediate streams or spills after every change")
     p.add_argument("--stats", action="store_true",
                    help="print pg_stat_replication_slots-like counters to stderr at the end")
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
@@ -492,6 +495,7 @@ def run(args: argparse.Namespace) -> int:
         snapshots=_load_snapshots(args.snapshot_dir), sink=sink,
         work_mem=parse_size(args.work_mem), major=catalog.major,
         spill_store=spill_store, eviction=args.eviction,
+        debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
     )
     if after_evict is not _nothing:
         ctx.reorder.after_evict = after_evict

@@ -180,7 +180,9 @@ class LogicalDecodingContext:
     ``database`` (slot's database oid), ``start_lsn`` (confirmed_flush: commits
     before it are not sent), ``two_phase`` / ``two_phase_at`` (slot flags),
     ``options`` (plugin options as (name, value-or-None) pairs), ``catalog`` (the
-    relation / type lookups), ``snapshots`` (LSN -> ``.snap`` bytes).
+    relation / type lookups), ``snapshots`` (LSN -> ``.snap`` bytes);
+    ``debug_streaming_immediate`` is the decoding session's
+    ``debug_logical_replication_streaming = immediate`` (reorderbuffer.py).
     """
 
     def __init__(
@@ -199,6 +201,7 @@ class LogicalDecodingContext:
         work_mem: int = 64 * 1024 * 1024,
         major: int = 0,
         eviction: str = "largest",
+        debug_streaming_immediate: bool = False,
     ) -> None:
         self.plugin = plugin
         #: a PhysicalCatalog (every catalog tuple version): changes are then looked up
@@ -252,7 +255,7 @@ class LogicalDecodingContext:
         self.reorder = ReorderBuffer(
             self._relation_by_filenode, self._relation_by_oid,
             spill_store=spill_store, work_mem=work_mem, major=major or 15,
-            eviction=eviction,
+            eviction=eviction, debug_streaming_immediate=debug_streaming_immediate,
         )
         if two_phase_at is None:
             two_phase_at = start_lsn

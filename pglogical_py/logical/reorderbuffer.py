@@ -139,7 +139,7 @@ from ._changes import (
     pack_header,
 )
 from ._memory import DecodingStats
-from ._spill import InMemorySpillStore, SpillStore
+from ._spill import MAX_CHANGES_IN_MEMORY, InMemorySpillStore, SpillStore
 
 #: queued changes are packed once the buffer holds work_mem / 8, or 8 MB (see NOTES)
 PACK_ABOVE_FRACTION = 8
@@ -355,8 +355,9 @@ class ConcurrentAbort(Exception):
     """ERRCODE_TRANSACTION_ROLLBACK from HandleConcurrentAbort (genam.c).
 
     Raised by a catalog access of the decoding context when the transaction being
-    decoded at PREPARE (``CheckXidAlive``) has been rolled back by the time of
-    decoding; ReorderBufferProcessTXN catches it and stops sending changes.
+    decoded at PREPARE or streamed (``CheckXidAlive``, the first argument) has been
+    rolled back by the time of decoding; ReorderBufferProcessTXN catches it and stops
+    sending changes.
     """
 
 
@@ -376,7 +377,15 @@ class ReorderBuffer:
         work_mem: int = 64 * 1024 * 1024,
         major: int = 15,
         eviction: str = "largest",
+        debug_streaming_immediate: bool = False,
     ) -> None:
+        #: debug_logical_replication_streaming = immediate (16+, a debug setting of the
+        #: decoding session): ReorderBufferCheckMemoryLimit evicts while anything is
+        #: held (``size > 0``: a limit of one byte) and 18's
+        #: ReorderBufferCheckAndTruncateAbortedTXN returns false at once
+        self.debug_streaming_immediate = debug_streaming_immediate
+        if debug_streaming_immediate:
+            work_mem = 1
         #: xid -> txn (ReorderBuffer.by_txn)
         self.by_txn: Dict[int, ReorderBufferTXN] = {}
         #: top-level transactions in first_lsn order (a dict keeps insertion order)
@@ -518,7 +527,8 @@ class ReorderBuffer:
             txn = self.txn_by_xid(xid, True, lsn, True)
             assert txn is not None
         if txn.txn_flags & RBTXN_IS_ABORTED:
-            # 18: found aborted when it was to be evicted; later changes are dropped
+            # found aborted (18: when it was to be evicted; any major: a concurrent
+            # abort noticed while streaming it): later changes are dropped
             return
         action = change.action
         top = txn.toptxn if txn.toptxn is not None else txn
@@ -945,8 +955,9 @@ class ReorderBuffer:
         self._replay(
             txn, txn.final_lsn, txn.end_lsn, txn.xact_time, txn.origin_id, txn.origin_lsn
         )
-        # a rolled-back transaction stopped early: the PREPARE is still sent
-        if txn.concurrent_abort:
+        # a rolled-back transaction stopped early: the PREPARE is still sent (a
+        # streamed one got its stream_prepare from the replay)
+        if txn.concurrent_abort and not txn.is_streamed:
             self.cb_prepare(txn, txn.final_lsn)
 
     def finish_prepared(
@@ -1047,7 +1058,7 @@ class ReorderBuffer:
 
     def _evict_over_limit(self) -> None:
         """The loop of ReorderBufferCheckMemoryLimit (see check_memory_limit)."""
-        check_aborted = self.major >= 18
+        check_aborted = self.major >= 18 and not self.debug_streaming_immediate
         while self.size >= self.work_mem:
             before = self.size
             txn = None
@@ -1197,11 +1208,19 @@ class ReorderBuffer:
         state = [0, 0]  # last lsn, started
 
         set_check = self.cb_set_check_xid
+        # changes handed out per (sub)transaction, kept only when a spilled one holds
+        # more than one restore batch (see the ReorderBufferTruncateTXN part below)
+        handed: Optional[Dict[int, int]] = None
+        if any(t.txn_flags & RBTXN_IS_SERIALIZED and t.nentries > MAX_CHANGES_IN_MEMORY
+               for t in txn.subtxns):
+            handed = {}
 
         def changes() -> Iterator[ReorderBufferChange]:
             for c, owner in self._iter_txn_owned(txn):
                 # SetupCheckXidLive(change->txn->xid): the change's own (sub)transaction
                 set_check(owner)
+                if handed is not None:
+                    handed[owner] = handed.get(owner, 0) + 1
                 if not state[1]:
                     txn.origin_id = c.origin_id
                     self.cb_stream_start(txn, c.lsn)
@@ -1213,23 +1232,44 @@ class ReorderBuffer:
         self.cb_apply_change = self.cb_stream_change
         self.cb_apply_truncate = self.cb_stream_truncate
         self.cb_message = self.cb_stream_message
+        interrupted = False
         try:
             self._process_changes(txn, False, changes())
-        except ConcurrentAbort:
+        except ConcurrentAbort as err:
             # a (sub)transaction of this run was rolled back by the time of decoding:
             # ReorderBufferResetTXN -- what is left of the run is discarded, the
             # stream stops at the change that noticed it
             if not state[1]:
                 raise
+            interrupted = True
+            # curtxn->concurrent_abort (18: RBTXN_IS_ABORTED): ReorderBufferQueueChange
+            # drops the later changes of that (sub)transaction
+            cur = self.by_txn.get(err.args[0]) if err.args else None
+            if cur is not None:
+                cur.concurrent_abort = True
+                cur.txn_flags |= RBTXN_IS_ABORTED
         finally:
             self.cb_apply_change, self.cb_apply_truncate, self.cb_message = saved
             set_check(0)
         if state[1]:
             self.cb_stream_stop(txn, state[0])
         self._count_total(txn)
-        # ReorderBufferTruncateTXN(txn_prepared=false)
+        # ReorderBufferTruncateTXN(txn_prepared=false); a subtransaction is marked
+        # streamed when it holds changes in memory (nentries_mem != 0).  For a spilled
+        # one that is the batch ReorderBufferIterTXNInit / IterTXNNext restored last:
+        # all of its changes when they fit in one batch (MAX_CHANGES_IN_MEMORY),
+        # otherwise none once its last change was handed out (the restore after the
+        # last batch brings back nothing) -- so a spilled subtransaction that is
+        # rolled back after being streamed gets its stream_abort, as in PostgreSQL
         for t in txn.subtxns + [txn]:
-            mark = t is txn or t.nentries_mem != 0
+            if t is txn:
+                mark = True
+            elif t.txn_flags & RBTXN_IS_SERIALIZED and t.nentries:
+                mark = (t.nentries <= MAX_CHANGES_IN_MEMORY
+                        or (interrupted and handed is not None
+                            and handed.get(t.xid, 0) < t.nentries))
+            else:
+                mark = t.nentries_mem != 0
             self._mem_release(t)
             t.changes = ChangeQueue()
             if mark:

@@ -1,0 +1,255 @@
+"""Live test: streamed transactions whose spilled subtransactions are rolled back.
+
+A subtransaction that was spilled to disk (``logical_decoding_work_mem`` exceeded while
+its TOAST chunks made the transaction unstreamable) and then streamed is marked streamed
+by ReorderBufferTruncateTXN when ReorderBufferIterTXNInit / IterTXNNext left changes of it
+in memory (``nentries_mem``), so its later rollback (ROLLBACK TO SAVEPOINT, or the
+top-level ROLLBACK) reaches the plugin as a stream_abort.  Each case runs its own
+workload on a fresh slot of a live PostgreSQL 15 (``PGLOGICAL_LIVE_MAJORS`` adds others)
+with ``logical_decoding_work_mem = 64kB``; ``pg_logical_slot_peek_binary_changes`` with
+``stream-changes`` is the oracle and ``pglogical-py decode`` on the server's pg_wal,
+physical catalog and slot state file must print the same bytes.
+
+A second test decodes with the decoding session's ``debug_logical_replication_streaming
+= immediate`` (16+; ``--debug-logical-replication-streaming immediate``): every change is
+streamed (or spilled) at once, and 18 does not ask the commit log about aborted
+transactions then.
+
+Found by running PostgreSQL's contrib/test_decoding scripts against the decoder (the
+concurrent-abort case of stream.sql); the SQL here is our own.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import tempfile
+from typing import Any, Iterator, List, Sequence
+
+import pytest
+
+pytestmark = [pytest.mark.live]
+
+if platform.python_implementation() != "CPython":  # pragma: no cover
+    pytest.skip("live tests need psycopg (CPython)", allow_module_level=True)
+
+psycopg = pytest.importorskip("psycopg")
+
+import _live  # type: ignore[import-not-found]  # noqa: E402
+
+#: big values are stored out of line (STORAGE EXTERNAL: no compression), ~100 kB each,
+#: so their TOAST chunks alone exceed the 64 kB work_mem before the main tuple arrives
+BIG = "repeat(md5(%d::text), 3200)"
+
+#: (name, statements after the slot is created); every case ends its transaction
+CASES = {
+    "rollback_to_after_ddl": [
+        "BEGIN",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 1}",
+        "ALTER TABLE sa_t ADD COLUMN extra int",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data, extra) SELECT {BIG % 2}, 7",
+        "ROLLBACK TO SAVEPOINT s1",
+        "COMMIT",
+    ],
+    # the top-level insert warms the caches: the rolled-back subtransaction is streamed
+    # whole (no catalog scan notices its abort), then its ROLLBACK TO is sent
+    "warm_caches_rollback_to": [
+        "BEGIN",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 6}",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 7}",
+        "ROLLBACK TO SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('small after rollback')",
+        "COMMIT",
+    ],
+    # the abort noticed while streaming the first big insert: the subtransaction's
+    # later changes are not queued any more (ReorderBufferQueueChange), so the stream
+    # the second big insert causes has nothing of it
+    "subxact_goes_on_after_abort_noticed": [
+        "BEGIN",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 9}",
+        "INSERT INTO sa_t (data) VALUES ('later in the subxact')",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 10}",
+        "ROLLBACK TO SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('after')",
+        "COMMIT",
+    ],
+    "rollback_to_then_small_insert": [
+        "BEGIN",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 3}",
+        "ROLLBACK TO SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('small after rollback')",
+        "COMMIT",
+    ],
+    "released_subxact_top_rolled_back": [
+        "BEGIN",
+        "INSERT INTO sa_t (data) VALUES ('top first')",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 4}",
+        "RELEASE SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('top last')",
+        "ROLLBACK",
+    ],
+    "released_subxact_committed": [
+        "BEGIN",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 5}",
+        "RELEASE SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('after release')",
+        "COMMIT",
+    ],
+}
+
+#: workloads decoded with debug_logical_replication_streaming = immediate (16+)
+IMMEDIATE_CASES = {
+    # every change is its own stream block
+    "small_changes": [
+        "BEGIN",
+        "INSERT INTO sa_t (data) VALUES ('a'), ('b')",
+        "UPDATE sa_t SET data = data || '!' WHERE data = 'a'",
+        "SELECT pg_logical_emit_message(true, 'p', 'in xact')",
+        "DELETE FROM sa_t WHERE data = 'b'",
+        "COMMIT",
+    ],
+    # 18 does not ask the commit log about the rolled-back subtransaction then
+    "rolled_back_subxact": [
+        "BEGIN",
+        "INSERT INTO sa_t (data) VALUES ('top')",
+        "SAVEPOINT s1",
+        f"INSERT INTO sa_t (data) SELECT {BIG % 8}",
+        "INSERT INTO sa_t (data) VALUES ('in subxact')",
+        "ROLLBACK TO SAVEPOINT s1",
+        "INSERT INTO sa_t (data) VALUES ('after')",
+        "COMMIT",
+    ],
+}
+
+SLOT = "stream_abort"
+
+
+@pytest.fixture(scope="module", params=_live.MAJORS, ids=[f"pg{m}" for m in _live.MAJORS])
+def server(request: Any) -> Iterator[Any]:
+    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+
+    settings = dict(_live.SERVER_SETTINGS)
+    settings["logical_decoding_work_mem"] = "64kB"
+    try:
+        srv: Any = PgServer(request.param, settings=settings)
+    except PgUnavailable as err:
+        pytest.skip(str(err))
+    with srv:
+        srv.admin = srv.connect()
+        srv.session = srv.connect(autocommit=True)
+        try:
+            yield srv
+        finally:
+            srv.session.close()
+            srv.admin.close()
+
+
+def _decode_cli(srv: Any, files: Any, state: bytes, upto: str, xids: str, skip: str,
+                extra: Sequence[str] = ()) -> bytes:
+    from pglogical_py.adapters.datadir import write_datadir_subset
+    from pglogical_py.cli import main
+
+    d = tempfile.mkdtemp(prefix="stream_abort_")
+    try:
+        write_datadir_subset(files, os.path.join(d, "cat"))
+        with open(os.path.join(d, "state"), "wb") as f:
+            f.write(state)
+        out = os.path.join(d, "out.tsv")
+        rc = main(["decode", str(srv.pg_wal_dir), "--catalog", os.path.join(d, "cat"),
+                   "--slot-state", os.path.join(d, "state"), "--end-lsn", upto,
+                   "--work-mem", "64kB", "-o", "stream-changes=1",
+                   "-o", f"include-xids={xids}", "-o", f"skip-empty-xacts={skip}", "-O", out,
+                   *extra])
+        assert rc == 0
+        with open(out, "rb") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("opts", [("1", "0"), ("0", "1")], ids=["xids1_skip0", "xids0_skip1"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_streamed_spilled_subxact_abort_matches_test_decoding(server: Any, case: str,
+                                                              opts: Any) -> None:
+    from pglogical_py.catalog.export import export_physical
+
+    srv = server
+    admin, sess = srv.admin, srv.session
+    admin.execute("DROP TABLE IF EXISTS sa_t")
+    admin.execute("CREATE TABLE sa_t (id serial PRIMARY KEY, data text)")
+    admin.execute("ALTER TABLE sa_t ALTER COLUMN data SET STORAGE EXTERNAL")
+    _live.recreate_slot(admin, SLOT)
+    try:
+        for sql in CASES[case]:
+            sess.execute(sql)
+        xids, skip = opts
+        files = export_physical(admin)  # CHECKPOINT first: the slot's state file is current
+        state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
+        flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+        rows: List[Any] = list(admin.execute(
+            "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+            "%s, %s::pg_lsn, NULL, 'stream-changes', '1', 'include-xids', %s, "
+            "'skip-empty-xacts', %s)", (SLOT, flush, xids, skip)).fetchall())
+        expected = _live.tsv(rows)
+        # the case must make PostgreSQL stream, and (but for the committed one) send a
+        # stream_abort; with skip-empty-xacts an aborted run may print nothing at all.
+        # 18 drops a (sub)transaction already rolled back when it is to be evicted
+        # (ReorderBufferCheckAndTruncateAbortedTXN): it is neither spilled nor streamed
+        if skip == "0" and srv.major < 18:
+            assert b"opening a streamed block" in expected
+            if case != "released_subxact_committed":
+                assert b"aborting streamed (sub)transaction" in expected
+        got = _decode_cli(srv, files, state, flush, xids, skip)
+        _live.assert_same(got, expected)
+    finally:
+        if sess.info.transaction_status != 0:
+            sess.execute("ROLLBACK")
+        admin.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
+
+
+@pytest.mark.parametrize("opts", [("1", "0"), ("0", "1")], ids=["xids1_skip0", "xids0_skip1"])
+@pytest.mark.parametrize("case", sorted(IMMEDIATE_CASES))
+def test_debug_streaming_immediate_matches_test_decoding(server: Any, case: str,
+                                                         opts: Any) -> None:
+    """debug_logical_replication_streaming = immediate in the decoding session equals
+    ``--debug-logical-replication-streaming immediate``."""
+    from pglogical_py.catalog.export import export_physical
+
+    srv = server
+    if srv.major < 16:
+        pytest.skip("debug_logical_replication_streaming is 16+")
+    admin, sess = srv.admin, srv.session
+    admin.execute("DROP TABLE IF EXISTS sa_t")
+    admin.execute("CREATE TABLE sa_t (id serial PRIMARY KEY, data text)")
+    admin.execute("ALTER TABLE sa_t ALTER COLUMN data SET STORAGE EXTERNAL")
+    _live.recreate_slot(admin, SLOT)
+    try:
+        for sql in IMMEDIATE_CASES[case]:
+            sess.execute(sql)
+        xids, skip = opts
+        files = export_physical(admin)
+        state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
+        flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+        with srv.connect() as dec:
+            dec.execute("SET debug_logical_replication_streaming = immediate")
+            rows: List[Any] = list(dec.execute(
+                "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+                "%s, %s::pg_lsn, NULL, 'stream-changes', '1', 'include-xids', %s, "
+                "'skip-empty-xacts', %s)", (SLOT, flush, xids, skip)).fetchall())
+        expected = _live.tsv(rows)
+        if case == "small_changes":
+            assert expected.count(b"opening a streamed block") >= 4
+        got = _decode_cli(srv, files, state, flush, xids, skip,
+                          ["--debug-logical-replication-streaming", "immediate"])
+        _live.assert_same(got, expected)
+    finally:
+        if sess.info.transaction_status != 0:
+            sess.execute("ROLLBACK")
+        admin.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
