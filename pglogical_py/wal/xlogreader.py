@@ -66,6 +66,11 @@ NOTES
     table maps record types to handlers that decode a record of the commonest shape
     where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
     common heap record costs neither an ``XLogRecord`` nor a copy of the record.
+    On CPython (C CRC) the records of a page that are skipped or taken by a
+    handler are walked by ``_page_run``, one call per page run with none of the
+    page, segment and start bookkeeping of the general loop, which it hands back
+    to at the first record it cannot take (PyPy compiles the general loop, CRC
+    included, into one trace and keeps it).
     Measured figures: docs/performance.md, "Decode profile: ingest (issue 7)".
 
     ``iter(reader)`` validates the first segment and positions the reader at once
@@ -266,6 +271,108 @@ def _select_crc() -> object:
 
 
 _C_EXTEND = _select_crc()
+
+#: ``_walk`` hands page runs to ``_page_run`` in decoding mode when the CRC is C code
+#: (False: every record takes the general path; the tests compare the two)
+PAGE_RUN = True
+
+
+def _page_run(
+    buf: bytes,
+    off: int,
+    lim: int,
+    stop_off: int,
+    base: int,
+    prev_ptr: int,
+    last_xid: int,
+    skip: bytes,
+    fast: Optional[Sequence[Optional[FastHandler]]],
+    on_xid: Callable[[int, int], None],
+    extend: Callable[[int, bytes], int],
+    name: str,
+) -> Tuple[int, int, int, int, bool]:
+    """Decoding mode on CPython: the records of one page run, ``buf[off:lim]``, that
+    ``_walk`` would skip or hand to a fast handler (XLogDecodeNextRecord +
+    ValidXLogRecordHeader + ValidXLogRecord + the two fast shapes of
+    DecodeXLogRecord, for the plain case only).
+
+    It stops at anything ``_walk`` must look at itself, having changed nothing
+    for that record: a record that would run past ``lim`` (the page's end or
+    ``end_lsn``) or whose successor would start at or after ``stop_off``
+    (``upto_lsn``: the walk ends after it), a header check or CRC that fails
+    (``_walk`` raises the error), a record of no fast shape, one that is neither
+    skipped nor taken by its handler.  Same decisions as ``_walk``'s general path
+    in fewer steps per record: no page-start, segment, start-LSN or XLOG_SWITCH
+    bookkeeping, which cannot occur inside a page run.
+
+    Returns ``(off, prev_ptr, last_xid, n, declined)``: where the first record it
+    did not take starts, the LSN of the last record it took, the xid last
+    reported, how many records it took, and whether the record at ``off`` was
+    offered to its fast handler and declined (``_walk`` then yields it without
+    offering it again: a handler sees a record once).
+
+    Measured (docs/performance.md, "CPython page runs"): the in-memory W2 reader
+    1.35 -> 1.05 us per record; a third of what is left is the CRC's two slices and
+    two calls.
+    """
+    unpack_hdr = _REC_HDR.unpack_from
+    n = 0
+    declined = False
+    try:
+        while off + 26 <= lim:
+            tot_len, xid, xl_prev, info, rmid, crc = unpack_hdr(buf, off)
+            end = off + tot_len
+            nxt = off + ((tot_len + 7) & -8)
+            if (end > lim or nxt >= stop_off or tot_len < 26 or xl_prev != prev_ptr
+                    or rmid > RM_MAX_BUILTIN_ID):
+                break
+            first = buf[off + 24]
+            if first == 255:
+                if buf[off + 25] + 26 != tot_len:
+                    break
+                main_off = 26
+                main_len = tot_len - 26
+            elif first == 0 and tot_len >= 44 and not (buf[off + 25] & 0x90):
+                dl = buf[off + 26] | (buf[off + 27] << 8)
+                if (dl != 0) != ((buf[off + 25] & 0x20) != 0):
+                    break
+                rest = tot_len - 44 - dl
+                if rest == 0:
+                    main_off = 44 + dl
+                    main_len = 0
+                elif rest > 1 and buf[off + 44] == 255 and buf[off + 45] == rest - 2:
+                    main_off = 46 + dl
+                    main_len = rest - 2
+                else:
+                    break
+            else:
+                break
+            k = (rmid << 4) | (info >> 4)
+            fn = None
+            if not skip[k]:
+                fn = fast[k] if fast is not None else None
+                if fn is None:
+                    break
+            if extend(extend(0, buf[off + 24 : end]), buf[off : off + 20]) != crc:
+                break
+            lsn = base + off
+            if fn is None:
+                if xid and xid != last_xid:
+                    on_xid(xid, lsn)
+                    last_xid = xid
+            elif fn(buf, off, info, main_off, main_len, xid, lsn):
+                last_xid = xid
+            else:
+                declined = True
+                break
+            prev_ptr = lsn
+            off = nxt
+            n += 1
+    except DecodingError as err:
+        if err.lsn is not None:
+            raise
+        raise type(err)(err.message, lsn=base + off, file=name, xid=err.xid) from None
+    return off, prev_ptr, last_xid, n, declined
 
 
 class _EndOfWal(Exception):
@@ -1095,9 +1202,32 @@ class XLogReader:
         d = b""
         o = 0
         main_off = main_len = 0
+        # _page_run: CPython's C CRC, decoding mode, CRC checked (PyPy keeps the
+        # loop below, whose CRC its JIT compiles in place)
+        offered = -1  # a record _page_run's fast handler declined: not offered again
+        run_ok = (PAGE_RUN and c_extend is not None and verify and skip is not None
+                  and on_xid is not None)
         try:
             while True:
                 try:
+                    if (
+                        run_ok
+                        and count
+                        and seg_start <= rec_ptr < seg_end
+                        and (rec_ptr - seg_start) & mask
+                        and rec_ptr >= start_lsn
+                    ):
+                        # CPython decoding mode: the rest of the page in one call
+                        off = rec_ptr - seg_start
+                        lim = min((off | mask) + 1, end - seg_start)
+                        off, prev_ptr, last_xid, n, declined = _page_run(
+                            buf, off, lim, stop_at - seg_start, seg_start, prev_ptr, last_xid,
+                            skip, fast, on_xid, c_extend, name,  # type: ignore[arg-type]
+                        )
+                        count += n
+                        rec_ptr = seg_start + off
+                        if declined:
+                            offered = rec_ptr
                     # ---- XLogDecodeNextRecord -------------------------------
                     if not (seg_start <= rec_ptr < seg_end):
                         seg = self._segment_for(rec_ptr)
@@ -1293,7 +1423,7 @@ class XLogReader:
                         if skip is not None:
                             k = (rmid << 4) | (info >> 4)
                             skipped = skip[k] != 0
-                            if fast is not None and not skipped:
+                            if fast is not None and not skipped and rec_ptr != offered:
                                 fast_fn = fast[k]
                         if single and not skipped and fast_fn is None:
                             raw = buf[off : off + tot_len]
