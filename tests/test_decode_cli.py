@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 
@@ -47,6 +48,37 @@ def test_cli_tsv_matches_postgres(tmp_path: os.PathLike[str]) -> None:
     assert rc == 0
     with open(out, "rb") as f, open(os.path.join(d, "decode", "xids1_skip0.tsv"), "rb") as g:
         assert f.read() == g.read()
+
+
+@pytest.mark.parametrize("optionset", ["xids1_skip0", "stream_xids1_skip0"])
+def test_cli_pg18_eviction_asks_the_commit_log(tmp_path: os.PathLike[str], optionset: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """18 drops a large aborted transaction at eviction instead of spilling or streaming
+    it (ReorderBufferCheckAndTruncateAbortedTXN); the command line scans the WAL for
+    abort records only when an eviction asks.  PostgreSQL's rows and counters."""
+    d = os.path.join(FIXTURES, "pg18", "stream")
+    if not os.path.isdir(os.path.join(d, "wal")):
+        pytest.skip("no pg18/stream fixture")
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    opts = meta["decode"]["optionsets"][optionset]
+    out = os.path.join(str(tmp_path), "out.tsv")
+    argv = ["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
+            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d),
+            "--work-mem", meta["settings"]["logical_decoding_work_mem"], "--stats",
+            "--spill-store", "memory", "-O", out]
+    for i in range(0, len(opts), 2):
+        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
+    assert main(argv) == 0
+    with open(out, "rb") as f, gzip.open(os.path.join(d, "decode", optionset + ".tsv.gz")) as g:
+        assert f.read() == g.read()
+    ours = dict(line.split("\t") for line in capsys.readouterr().err.splitlines()
+                if "\t" in line)
+    with open(os.path.join(d, "stats", optionset + ".json")) as f:
+        pg = json.load(f)
+    for name in ("spill_txns", "spill_count", "spill_bytes", "stream_txns", "stream_count",
+                 "stream_bytes", "total_txns", "total_bytes"):
+        assert int(ours[name]) == pg[name], name
 
 
 def test_cli_jsonl(tmp_path: os.PathLike[str]) -> None:

@@ -49,7 +49,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
@@ -506,11 +506,15 @@ def run(args: argparse.Namespace) -> int:
             XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
     if ctx.reorder.major >= 18:
         # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
-        # after all the given WAL, an xid is aborted iff its abort record is in it
+        # after all the given WAL, an xid is aborted iff its abort record is in it.
+        # Only an eviction asks: the WAL is scanned then, if ever.
         from ..logical.logical import scan_aborted
 
-        ctx.reorder.aborted_xids = scan_aborted(
-            XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
+        def load_aborted() -> Set[int]:
+            return scan_aborted(XLogReader(iter_segments(args.wal, start_lsn=restart_lsn),
+                                           start_lsn=restart_lsn))
+
+        ctx.reorder.aborted_xids_loader = load_aborted
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
     reader = XLogReader(segments, start_lsn=restart_lsn)
     try:

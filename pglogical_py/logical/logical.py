@@ -725,6 +725,28 @@ class LogicalDecodingContext:
             fn(self)
 
 
+def _xact_only_skip_table() -> bytes:
+    """An ``iter_decoding`` skip table that lets only RM_XACT records through."""
+    from .decode import RM_XACT_ID
+
+    t = bytearray(b"\x01" * (256 * 16))
+    t[RM_XACT_ID << 4:(RM_XACT_ID + 1) << 4] = bytes(16)
+    return bytes(t)
+
+
+def _ignore_xid(xid: int, lsn: int) -> None:
+    return None
+
+
+def _xact_records(records: Iterable[Any]) -> Iterable[Any]:
+    """The records a scan for abort records must look at: from an ``XLogReader``,
+    every record but RM_XACT's read at header cost (``iter_decoding``: checked,
+    CRC-ed, never materialised), as the decoding walk reads the types it skips."""
+    if isinstance(records, XLogReader):
+        return records.iter_decoding(_xact_only_skip_table(), _ignore_xid)
+    return records
+
+
 def scan_aborted(records: Iterable[Any]) -> Set[int]:
     """The xids (with their subxids) of every ABORT / ABORT_PREPARED in ``records``.
 
@@ -743,7 +765,7 @@ def scan_aborted(records: Iterable[Any]) -> Set[int]:
     )
 
     out: Set[int] = set()
-    for rec in records:
+    for rec in _xact_records(records):
         if rec.rmid != RM_XACT_ID:
             continue
         op = rec.info & XLOG_XACT_OPMASK
@@ -774,7 +796,7 @@ def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
     )
 
     out: Set[int] = set()
-    for rec in records:
+    for rec in _xact_records(records):
         if rec.rmid == RM_XACT_ID and rec.info & XLOG_XACT_OPMASK == XLOG_XACT_ABORT_PREPARED:
             parsed = parse_commit_or_abort(rec.info, rec.main_data, rec.major, False)
             if parsed.twophase_xid:
