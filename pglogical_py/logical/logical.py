@@ -242,6 +242,10 @@ class LogicalDecodingContext:
         #: xids (and subxids) of prepared transactions rolled back by the time of
         #: decoding; see ``scan_aborted_prepared``
         self.aborted_xids: Set[int] = set()
+        #: what computes ``aborted_xids`` at the first catalog look-up that checks it
+        #: (a scan of the WAL; the command line sets it, so a decode that never
+        #: decodes a prepared or streamed transaction does not read its WAL twice)
+        self.aborted_xids_loader: Optional[Callable[[], Set[int]]] = None
         #: keys of the relcache / syscache entries this session has looked up
         self._catalog_cache: Set[Any] = set()
         #: RelfilenumberMap entries: ("rfn", spc, relnode) -> relid (0: not found)
@@ -437,8 +441,12 @@ class LogicalDecodingContext:
         """
         if key in self._catalog_cache:
             return
-        if self.check_xid_alive and self.check_xid_alive in self.aborted_xids:
-            raise ConcurrentAbort(self.check_xid_alive)
+        if self.check_xid_alive:
+            if self.aborted_xids_loader is not None:
+                self.aborted_xids = self.aborted_xids_loader()
+                self.aborted_xids_loader = None
+            if self.check_xid_alive in self.aborted_xids:
+                raise ConcurrentAbort(self.check_xid_alive)
         self._catalog_cache.add(key)
         if self.syscache is not None and (key[0] == "type" or key[0] == "nsp"):
             # SearchCatCache misses: load from the catalog of the snapshot in force
