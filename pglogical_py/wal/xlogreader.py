@@ -215,8 +215,17 @@ XLOG_SWITCH = 0x40
 
 # precompiled layouts (little-endian; all supported servers are x86-64/arm64 LE)
 _PAGE_HDR = struct.Struct("<HHIQI")  # magic, info, tli, pageaddr, rem_len
+#: the same, pageaddr read signed, for the per-page check (see _REC_HDR for why)
+_PAGE_HDR_S = struct.Struct("<HHIqI")
 _LONG_HDR_TAIL = struct.Struct("<QII")  # sysid, seg_size, xlog_blcksz at offset 24
-_REC_HDR = struct.Struct("<IIQBBxxI")  # tot_len, xid, prev, info, rmid, crc
+# tot_len, xid, prev, info, rmid, crc.  xl_prev is read signed: an LSN is below 2**63
+# in any real WAL, and under PyPy's JIT a "Q" field becomes a big integer on every
+# record (an allocation and a call per comparison); a damaged xl_prev at or above
+# 2**63 comes out negative, which fails the prev-link checks as it should
+_REC_HDR = struct.Struct("<IIqBBxxI")
+#: "no bound" for LSN comparisons: the largest machine integer, as a literal (PyPy
+#: keeps it unboxed; ``(1 << 63) - 1`` would stay a big integer there)
+_NO_BOUND = 0x7FFFFFFFFFFFFFFF
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
@@ -985,7 +994,7 @@ class XLogReader:
                 file=seg.name,
                 lsn=ptr,
             )
-        magic, info, tli, pageaddr, rem_len = _PAGE_HDR.unpack_from(data, off)
+        magic, info, tli, pageaddr, rem_len = _PAGE_HDR_S.unpack_from(data, off)
         if magic != self.magic:
             if magic in MAGIC_TO_MAJOR and pageaddr == ptr:
                 raise WalVersionError(
@@ -1042,7 +1051,8 @@ class XLogReader:
             hsize = SizeOfXLogShortPHD
         if pageaddr != ptr:
             raise _EndOfWal(
-                f"unexpected pageaddr {format_lsn(pageaddr)} in WAL segment {seg.name}, "
+                f"unexpected pageaddr {format_lsn(pageaddr & 0xFFFFFFFFFFFFFFFF)} in WAL "
+                f"segment {seg.name}, "
                 f"LSN {format_lsn(ptr)}, offset {off}",
                 ptr,
                 ptr,
@@ -1184,7 +1194,7 @@ class XLogReader:
         frags: List[Tuple[bytes, int, int]] = []
         Record = XLogRecord
         # pg_waldump -e: nothing past ``end``; no end: a bound no LSN reaches
-        end = end_lsn if end_lsn is not None else 1 << 64
+        end = end_lsn if end_lsn is not None else _NO_BOUND
         prev_ptr = -1  # -1: random access (first record), check xl_prev < RecPtr
         seg = _Segment("", b"", 0, -1, 0)
         seg_start = 0
@@ -1195,7 +1205,7 @@ class XLogReader:
         # decoding mode (iter_decoding): skipped records' xids go to ``on_xid``, a run
         # of skipped records of one xid reports it once (``last_xid``); the walk ends
         # after the record whose end reaches ``upto_lsn``
-        stop_at = upto_lsn if upto_lsn else 1 << 65
+        stop_at = upto_lsn if upto_lsn else _NO_BOUND
         last_xid = 0
         skipped = False
         fast_fn: Optional[FastHandler] = None
@@ -1273,7 +1283,7 @@ class XLogReader:
                                 rec_ptr - page_off,
                             )
                         if (RM_MAX_BUILTIN_ID < rmid < RM_MIN_CUSTOM_ID) or (
-                            xl_prev != prev_ptr if prev_ptr >= 0 else xl_prev >= rec_ptr
+                            xl_prev != prev_ptr if prev_ptr >= 0 else not 0 <= xl_prev < rec_ptr
                         ):
                             self._check_header(rec_ptr, xl_prev, rmid, prev_ptr, rec_ptr - page_off)
                         single = tot_len <= avail
@@ -1630,6 +1640,8 @@ class XLogReader:
     @staticmethod
     def _check_header(rec_ptr: int, xl_prev: int, rmid: int, prev_ptr: int, page: int) -> None:
         """ValidXLogRecordHeader for a header reassembled across pages."""
+        if xl_prev < 0:  # read signed (see _REC_HDR)
+            xl_prev += 1 << 64
         if RM_MAX_BUILTIN_ID < rmid < RM_MIN_CUSTOM_ID:
             raise _EndOfWal(
                 f"invalid resource manager ID {rmid} at {format_lsn(rec_ptr)}",
