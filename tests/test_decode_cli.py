@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 
@@ -47,6 +48,61 @@ def test_cli_tsv_matches_postgres(tmp_path: os.PathLike[str]) -> None:
     assert rc == 0
     with open(out, "rb") as f, open(os.path.join(d, "decode", "xids1_skip0.tsv"), "rb") as g:
         assert f.read() == g.read()
+
+
+LAZY_SCAN_CASES = [("pg18", "stream", "xids1_skip0"), ("pg18", "stream", "stream_xids1_skip0"),
+                   ("pg15", "ddl_twophase", "xids1_skip0"), ("pg17", "ddl_twophase", "binary"),
+                   ("pg16", "ddl_stream", "stream_xids1_skip1"),
+                   ("pg18", "ddl_stream", "stream_xids0_skip1"),
+                   ("pg18", "stream_twophase", "xids1_skip0")]
+
+
+@pytest.mark.parametrize("major,workload,optionset", LAZY_SCAN_CASES,
+                         ids=["/".join(c) for c in LAZY_SCAN_CASES])
+def test_cli_commit_log_scans_match_postgres(tmp_path: os.PathLike[str], major: str,
+                                             workload: str, optionset: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """What the commit log knew at decoding time, as the command line models it: a
+    prepared or streamed transaction already rolled back (a concurrent abort, found
+    at a catalog look-up) and, on 18, a large aborted transaction dropped at eviction
+    (ReorderBufferCheckAndTruncateAbortedTXN).  The command line scans the WAL for
+    abort records only when one of those asks.  PostgreSQL's rows and counters."""
+    d = os.path.join(FIXTURES, major, workload)
+    if not os.path.isdir(os.path.join(d, "wal")):
+        pytest.skip("no fixture")
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    opts = meta["decode"]["optionsets"][optionset]
+    out = os.path.join(str(tmp_path), "out.tsv")
+    catalog = os.path.join(d, "physical")  # DDL in the range: the historic catalog
+    if not os.path.isdir(catalog):
+        catalog = os.path.join(d, "catalog.json.gz")
+    argv = ["decode", os.path.join(d, "wal"), "--catalog", catalog,
+            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d), "--stats",
+            "--spill-store", "memory", "-O", out]
+    if "logical_decoding_work_mem" in meta.get("settings", {}):
+        argv += ["--work-mem", meta["settings"]["logical_decoding_work_mem"]]
+    for i in range(0, len(opts), 2):
+        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
+    assert main(argv) == 0
+    expected = os.path.join(d, "decode", optionset + ".tsv")
+    with open(out, "rb") as f:
+        got = f.read()
+    if os.path.exists(expected):
+        with open(expected, "rb") as g:
+            assert got == g.read()
+    else:
+        with gzip.open(expected + ".gz") as g:
+            assert got == g.read()
+    stats = os.path.join(d, "stats", optionset + ".json")
+    if os.path.exists(stats):
+        ours = dict(line.split("\t") for line in capsys.readouterr().err.splitlines()
+                    if "\t" in line)
+        with open(stats) as f:
+            pg = json.load(f)
+        for name in ("spill_txns", "spill_count", "spill_bytes", "stream_txns",
+                     "stream_count", "stream_bytes", "total_txns", "total_bytes"):
+            assert int(ours[name]) == pg[name], name
 
 
 def test_cli_jsonl(tmp_path: os.PathLike[str]) -> None:

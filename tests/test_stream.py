@@ -127,3 +127,26 @@ def test_stream_prepare_matches_postgres(major: int, optionset: str) -> None:
         pg = json.load(f)
     ours = ctx.stats.as_dict()
     assert {k: ours[k] for k in pg if k in ours} == {k: pg[k] for k in pg if k in ours}
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+
+@pytest.mark.parametrize("major", ["pg15", "pg16", "pg17", "pg18"])
+@pytest.mark.parametrize("workload", ["stream", "spill", "twophase", "stream_twophase"])
+def test_abort_scans_read_records_at_header_cost(major: str, workload: str) -> None:
+    """scan_aborted / scan_aborted_prepared over an ``XLogReader`` read every record but
+    RM_XACT's in decoding mode; they find what a scan of every materialised record
+    finds."""
+    from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.logical.logical import scan_aborted, scan_aborted_prepared
+    from pglogical_py.wal.xlogreader import XLogReader
+
+    wal = os.path.join(FIXTURES, major, workload, "wal")
+    if not os.path.isdir(wal):
+        pytest.skip("no fixture")
+    every = list(XLogReader(iter_segments(wal)))
+    for scan in (scan_aborted, scan_aborted_prepared):
+        assert scan(XLogReader(iter_segments(wal))) == scan(every)
+    if workload == "stream":  # "a large aborted transaction", aborted subtransactions
+        assert scan_aborted(every)

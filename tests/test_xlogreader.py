@@ -380,6 +380,31 @@ def test_record_header_split_across_pages(leave: int) -> None:
     assert recs[-1].main_data == b"next"
 
 
+@pytest.mark.parametrize("where", ["mid_page", "first", "header_split"])
+@pytest.mark.parametrize("decoding", [False, True])
+def test_prev_link_with_the_top_bit_set_ends_the_wal(where: str, decoding: bool) -> None:
+    """xl_prev is read signed (speed, see xlogreader._REC_HDR): a damaged one at or
+    above 2**63 still fails ValidXLogRecordHeader, and the message shows it unsigned."""
+    w = WalBuilder()
+    w.add(main_data=b"ok")
+    if where == "header_split":
+        w.pad_to_page_end(8)
+    before = list(w.lsns)
+    real = w.prev
+    bad = w.add(main_data=b"B" * 40, prev=(1 << 63) | real)
+    start: Optional[int] = bad if where == "first" else None
+    r = XLogReader(w.segments(), start_lsn=start)
+    if decoding:
+        skip = bytes(4096)  # nothing skipped: every record is yielded
+        recs = list(r.iter_decoding(skip, lambda xid, lsn: None))
+    else:
+        recs = list(r)
+    assert [x.lsn for x in recs] == ([] if where == "first" else before)
+    assert r.end_of_wal == bad
+    assert ("incorrect prev-link %s at %s" % (format_lsn((1 << 63) | real), format_lsn(bad))
+            in (r.end_reason or "")), r.end_reason
+
+
 def test_record_ending_exactly_at_page_end() -> None:
     w = WalBuilder()
     w.pad_to_page_end(0)

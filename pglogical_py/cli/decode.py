@@ -49,7 +49,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
@@ -426,6 +426,21 @@ def _redo_catalog(path: str, wal: Any, restart_lsn: int, end_lsn: int) -> Any:
     return CatalogRedo(export, path).run(records).catalog()
 
 
+def _wal_scan(wal: List[str], restart_lsn: int,
+              scan: Callable[[Any], Set[int]]) -> Callable[[], Set[int]]:
+    """``scan`` (logical.scan_aborted / scan_aborted_prepared) over the given WAL from
+    ``restart_lsn``, run when first called: the commit log at decoding time, which
+    only some decodes ask for (a second read of the WAL, at header cost)."""
+    from ..adapters.files import iter_segments
+    from ..wal.xlogreader import XLogReader
+
+    def load() -> Set[int]:
+        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn),
+                               start_lsn=restart_lsn))
+
+    return load
+
+
 def run(args: argparse.Namespace) -> int:
     from ..adapters.files import iter_segments
     from ..catalog.snapshot import CatalogSnapshot
@@ -505,16 +520,15 @@ def run(args: argparse.Namespace) -> int:
         # rolled back in it (concurrent aborts, see logical.py)
         from ..logical.logical import scan_aborted, scan_aborted_prepared
 
-        scan = scan_aborted if ctx.streaming else scan_aborted_prepared
-        ctx.aborted_xids = scan(
-            XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
+        ctx.aborted_xids_loader = _wal_scan(
+            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared)
     if ctx.reorder.major >= 18:
         # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
-        # after all the given WAL, an xid is aborted iff its abort record is in it
+        # after all the given WAL, an xid is aborted iff its abort record is in it.
+        # Only an eviction asks: the WAL is scanned then, if ever.
         from ..logical.logical import scan_aborted
 
-        ctx.reorder.aborted_xids = scan_aborted(
-            XLogReader(iter_segments(args.wal, start_lsn=restart_lsn), start_lsn=restart_lsn))
+        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted)
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
     reader = XLogReader(segments, start_lsn=restart_lsn)
     try:

@@ -48,7 +48,9 @@ from ..lsn import format_lsn
 #: per change: lsn, action, flags, origin_id, spc, db, relnode, len(newtuple), len(oldtuple)
 #: (an object change has no payload; its object is the chunk's next one, the 8th field
 #: repeats its index for readers of a spill file)
-_HDR = struct.Struct("<QBBHIIIII")
+#: (the lsn is packed signed: every LSN is below 2**63, and under PyPy's JIT an
+#: unsigned 64-bit field unpacks as a big integer, boxed, on every change)
+_HDR = struct.Struct("<qBBHIIIII")
 HDR_SIZE = _HDR.size  # 32
 pack_header = _HDR.pack
 

@@ -245,6 +245,10 @@ class LogicalDecodingContext:
         #: xids (and subxids) of prepared transactions rolled back by the time of
         #: decoding; see ``scan_aborted_prepared``
         self.aborted_xids: Set[int] = set()
+        #: what computes ``aborted_xids`` at the first catalog look-up that checks it
+        #: (a scan of the WAL; the command line sets it, so a decode that never
+        #: decodes a prepared or streamed transaction does not read its WAL twice)
+        self.aborted_xids_loader: Optional[Callable[[], Set[int]]] = None
         #: keys of the relcache / syscache entries this session has looked up
         self._catalog_cache: Set[Any] = set()
         #: RelfilenumberMap entries: ("rfn", spc, relnode) -> relid (0: not found)
@@ -440,8 +444,12 @@ class LogicalDecodingContext:
         """
         if key in self._catalog_cache:
             return
-        if self.check_xid_alive and self.check_xid_alive in self.aborted_xids:
-            raise ConcurrentAbort(self.check_xid_alive)
+        if self.check_xid_alive:
+            if self.aborted_xids_loader is not None:
+                self.aborted_xids = self.aborted_xids_loader()
+                self.aborted_xids_loader = None
+            if self.check_xid_alive in self.aborted_xids:
+                raise ConcurrentAbort(self.check_xid_alive)
         self._catalog_cache.add(key)
         if self.syscache is not None and (key[0] == "type" or key[0] == "nsp"):
             # SearchCatCache misses: load from the catalog of the snapshot in force
@@ -728,6 +736,28 @@ class LogicalDecodingContext:
             fn(self)
 
 
+def _xact_only_skip_table() -> bytes:
+    """An ``iter_decoding`` skip table that lets only RM_XACT records through."""
+    from .decode import RM_XACT_ID
+
+    t = bytearray(b"\x01" * (256 * 16))
+    t[RM_XACT_ID << 4:(RM_XACT_ID + 1) << 4] = bytes(16)
+    return bytes(t)
+
+
+def _ignore_xid(xid: int, lsn: int) -> None:
+    return None
+
+
+def _xact_records(records: Iterable[Any]) -> Iterable[Any]:
+    """The records a scan for abort records must look at: from an ``XLogReader``,
+    every record but RM_XACT's read at header cost (``iter_decoding``: checked,
+    CRC-ed, never materialised), as the decoding walk reads the types it skips."""
+    if isinstance(records, XLogReader):
+        return records.iter_decoding(_xact_only_skip_table(), _ignore_xid)
+    return records
+
+
 def scan_aborted(records: Iterable[Any]) -> Set[int]:
     """The xids (with their subxids) of every ABORT / ABORT_PREPARED in ``records``.
 
@@ -746,7 +776,7 @@ def scan_aborted(records: Iterable[Any]) -> Set[int]:
     )
 
     out: Set[int] = set()
-    for rec in records:
+    for rec in _xact_records(records):
         if rec.rmid != RM_XACT_ID:
             continue
         op = rec.info & XLOG_XACT_OPMASK
@@ -777,7 +807,7 @@ def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
     )
 
     out: Set[int] = set()
-    for rec in records:
+    for rec in _xact_records(records):
         if rec.rmid == RM_XACT_ID and rec.info & XLOG_XACT_OPMASK == XLOG_XACT_ABORT_PREPARED:
             parsed = parse_commit_or_abort(rec.info, rec.main_data, rec.major, False)
             if parsed.twophase_xid:

@@ -73,7 +73,9 @@ NOTES
     all the supplied WAL was written: **a transaction is aborted iff its abort
     record -- its own (ROLLBACK, ROLLBACK TO SAVEPOINT) or its top-level
     transaction's, which lists it -- is anywhere in the supplied WAL**
-    (``aborted_xids``, filled by ``logical.scan_aborted``; None = never dropped).
+    (``aborted_xids``, filled by ``logical.scan_aborted``; None = never dropped;
+    or computed by ``aborted_xids_loader`` at the first eviction that asks, so a
+    decode that never evicts does not read its WAL twice).
     A transaction whose end is not in the WAL counts as in progress.  Streaming
     does not model a concurrent abort found by a catalog scan in the middle of a
     stream (PostgreSQL's ReorderBufferResetTXN): with a warm relcache, as in
@@ -417,6 +419,8 @@ class ReorderBuffer:
         #: the xids whose abort record is in the supplied WAL (18: "aborted per the
         #: commit log" at decoding time); None = unknown, nothing is dropped
         self.aborted_xids: Optional[Set[int]] = None
+        #: what computes ``aborted_xids`` when first needed (a scan of the WAL)
+        self.aborted_xids_loader: Optional[Callable[[], Set[int]]] = None
         #: ReorderBufferCanStartStreaming's snapshot-builder half (set by the context)
         self.can_start_streaming: Callable[[], bool] = _true
         #: LSN of the record being decoded (ctx->reader->ReadRecPtr, for the above)
@@ -1121,6 +1125,9 @@ class ReorderBuffer:
         """
         if txn.txn_flags & RBTXN_IS_ABORTED:
             return True
+        if self.aborted_xids is None and self.aborted_xids_loader is not None:
+            self.aborted_xids = self.aborted_xids_loader()
+            self.aborted_xids_loader = None
         if self.aborted_xids is None or txn.xid not in self.aborted_xids:
             return False
         # ReorderBufferTruncateTXN(rb, txn, prepared): the changes go, the txn is not

@@ -66,6 +66,11 @@ NOTES
     table maps record types to handlers that decode a record of the commonest shape
     where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
     common heap record costs neither an ``XLogRecord`` nor a copy of the record.
+    On CPython (C CRC) the records of a page that are skipped or taken by a
+    handler are walked by ``_page_run``, one call per page run with none of the
+    page, segment and start bookkeeping of the general loop, which it hands back
+    to at the first record it cannot take (PyPy compiles the general loop, CRC
+    included, into one trace and keeps it).
     Measured figures: docs/performance.md, "Decode profile: ingest (issue 7)".
 
     ``iter(reader)`` validates the first segment and positions the reader at once
@@ -210,8 +215,17 @@ XLOG_SWITCH = 0x40
 
 # precompiled layouts (little-endian; all supported servers are x86-64/arm64 LE)
 _PAGE_HDR = struct.Struct("<HHIQI")  # magic, info, tli, pageaddr, rem_len
+#: the same, pageaddr read signed, for the per-page check (see _REC_HDR for why)
+_PAGE_HDR_S = struct.Struct("<HHIqI")
 _LONG_HDR_TAIL = struct.Struct("<QII")  # sysid, seg_size, xlog_blcksz at offset 24
-_REC_HDR = struct.Struct("<IIQBBxxI")  # tot_len, xid, prev, info, rmid, crc
+# tot_len, xid, prev, info, rmid, crc.  xl_prev is read signed: an LSN is below 2**63
+# in any real WAL, and under PyPy's JIT a "Q" field becomes a big integer on every
+# record (an allocation and a call per comparison); a damaged xl_prev at or above
+# 2**63 comes out negative, which fails the prev-link checks as it should
+_REC_HDR = struct.Struct("<IIqBBxxI")
+#: "no bound" for LSN comparisons: the largest machine integer, as a literal (PyPy
+#: keeps it unboxed; ``(1 << 63) - 1`` would stay a big integer there)
+_NO_BOUND = 0x7FFFFFFFFFFFFFFF
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
@@ -266,6 +280,108 @@ def _select_crc() -> object:
 
 
 _C_EXTEND = _select_crc()
+
+#: ``_walk`` hands page runs to ``_page_run`` in decoding mode when the CRC is C code
+#: (False: every record takes the general path; the tests compare the two)
+PAGE_RUN = True
+
+
+def _page_run(
+    buf: bytes,
+    off: int,
+    lim: int,
+    stop_off: int,
+    base: int,
+    prev_ptr: int,
+    last_xid: int,
+    skip: bytes,
+    fast: Optional[Sequence[Optional[FastHandler]]],
+    on_xid: Callable[[int, int], None],
+    extend: Callable[[int, bytes], int],
+    name: str,
+) -> Tuple[int, int, int, int, bool]:
+    """Decoding mode on CPython: the records of one page run, ``buf[off:lim]``, that
+    ``_walk`` would skip or hand to a fast handler (XLogDecodeNextRecord +
+    ValidXLogRecordHeader + ValidXLogRecord + the two fast shapes of
+    DecodeXLogRecord, for the plain case only).
+
+    It stops at anything ``_walk`` must look at itself, having changed nothing
+    for that record: a record that would run past ``lim`` (the page's end or
+    ``end_lsn``) or whose successor would start at or after ``stop_off``
+    (``upto_lsn``: the walk ends after it), a header check or CRC that fails
+    (``_walk`` raises the error), a record of no fast shape, one that is neither
+    skipped nor taken by its handler.  Same decisions as ``_walk``'s general path
+    in fewer steps per record: no page-start, segment, start-LSN or XLOG_SWITCH
+    bookkeeping, which cannot occur inside a page run.
+
+    Returns ``(off, prev_ptr, last_xid, n, declined)``: where the first record it
+    did not take starts, the LSN of the last record it took, the xid last
+    reported, how many records it took, and whether the record at ``off`` was
+    offered to its fast handler and declined (``_walk`` then yields it without
+    offering it again: a handler sees a record once).
+
+    Measured (docs/performance.md, "CPython page runs"): the in-memory W2 reader
+    1.35 -> 1.05 us per record; a third of what is left is the CRC's two slices and
+    two calls.
+    """
+    unpack_hdr = _REC_HDR.unpack_from
+    n = 0
+    declined = False
+    try:
+        while off + 26 <= lim:
+            tot_len, xid, xl_prev, info, rmid, crc = unpack_hdr(buf, off)
+            end = off + tot_len
+            nxt = off + ((tot_len + 7) & -8)
+            if (end > lim or nxt >= stop_off or tot_len < 26 or xl_prev != prev_ptr
+                    or rmid > RM_MAX_BUILTIN_ID):
+                break
+            first = buf[off + 24]
+            if first == 255:
+                if buf[off + 25] + 26 != tot_len:
+                    break
+                main_off = 26
+                main_len = tot_len - 26
+            elif first == 0 and tot_len >= 44 and not (buf[off + 25] & 0x90):
+                dl = buf[off + 26] | (buf[off + 27] << 8)
+                if (dl != 0) != ((buf[off + 25] & 0x20) != 0):
+                    break
+                rest = tot_len - 44 - dl
+                if rest == 0:
+                    main_off = 44 + dl
+                    main_len = 0
+                elif rest > 1 and buf[off + 44] == 255 and buf[off + 45] == rest - 2:
+                    main_off = 46 + dl
+                    main_len = rest - 2
+                else:
+                    break
+            else:
+                break
+            k = (rmid << 4) | (info >> 4)
+            fn = None
+            if not skip[k]:
+                fn = fast[k] if fast is not None else None
+                if fn is None:
+                    break
+            if extend(extend(0, buf[off + 24 : end]), buf[off : off + 20]) != crc:
+                break
+            lsn = base + off
+            if fn is None:
+                if xid and xid != last_xid:
+                    on_xid(xid, lsn)
+                    last_xid = xid
+            elif fn(buf, off, info, main_off, main_len, xid, lsn):
+                last_xid = xid
+            else:
+                declined = True
+                break
+            prev_ptr = lsn
+            off = nxt
+            n += 1
+    except DecodingError as err:
+        if err.lsn is not None:
+            raise
+        raise type(err)(err.message, lsn=base + off, file=name, xid=err.xid) from None
+    return off, prev_ptr, last_xid, n, declined
 
 
 class _EndOfWal(Exception):
@@ -878,7 +994,7 @@ class XLogReader:
                 file=seg.name,
                 lsn=ptr,
             )
-        magic, info, tli, pageaddr, rem_len = _PAGE_HDR.unpack_from(data, off)
+        magic, info, tli, pageaddr, rem_len = _PAGE_HDR_S.unpack_from(data, off)
         if magic != self.magic:
             if magic in MAGIC_TO_MAJOR and pageaddr == ptr:
                 raise WalVersionError(
@@ -935,7 +1051,8 @@ class XLogReader:
             hsize = SizeOfXLogShortPHD
         if pageaddr != ptr:
             raise _EndOfWal(
-                f"unexpected pageaddr {format_lsn(pageaddr)} in WAL segment {seg.name}, "
+                f"unexpected pageaddr {format_lsn(pageaddr & 0xFFFFFFFFFFFFFFFF)} in WAL "
+                f"segment {seg.name}, "
                 f"LSN {format_lsn(ptr)}, offset {off}",
                 ptr,
                 ptr,
@@ -1077,7 +1194,7 @@ class XLogReader:
         frags: List[Tuple[bytes, int, int]] = []
         Record = XLogRecord
         # pg_waldump -e: nothing past ``end``; no end: a bound no LSN reaches
-        end = end_lsn if end_lsn is not None else 1 << 64
+        end = end_lsn if end_lsn is not None else _NO_BOUND
         prev_ptr = -1  # -1: random access (first record), check xl_prev < RecPtr
         seg = _Segment("", b"", 0, -1, 0)
         seg_start = 0
@@ -1088,16 +1205,39 @@ class XLogReader:
         # decoding mode (iter_decoding): skipped records' xids go to ``on_xid``, a run
         # of skipped records of one xid reports it once (``last_xid``); the walk ends
         # after the record whose end reaches ``upto_lsn``
-        stop_at = upto_lsn if upto_lsn else 1 << 65
+        stop_at = upto_lsn if upto_lsn else _NO_BOUND
         last_xid = 0
         skipped = False
         fast_fn: Optional[FastHandler] = None
         d = b""
         o = 0
         main_off = main_len = 0
+        # _page_run: CPython's C CRC, decoding mode, CRC checked (PyPy keeps the
+        # loop below, whose CRC its JIT compiles in place)
+        offered = -1  # a record _page_run's fast handler declined: not offered again
+        run_ok = (PAGE_RUN and c_extend is not None and verify and skip is not None
+                  and on_xid is not None)
         try:
             while True:
                 try:
+                    if (
+                        run_ok
+                        and count
+                        and seg_start <= rec_ptr < seg_end
+                        and (rec_ptr - seg_start) & mask
+                        and rec_ptr >= start_lsn
+                    ):
+                        # CPython decoding mode: the rest of the page in one call
+                        off = rec_ptr - seg_start
+                        lim = min((off | mask) + 1, end - seg_start)
+                        off, prev_ptr, last_xid, n, declined = _page_run(
+                            buf, off, lim, stop_at - seg_start, seg_start, prev_ptr, last_xid,
+                            skip, fast, on_xid, c_extend, name,  # type: ignore[arg-type]
+                        )
+                        count += n
+                        rec_ptr = seg_start + off
+                        if declined:
+                            offered = rec_ptr
                     # ---- XLogDecodeNextRecord -------------------------------
                     if not (seg_start <= rec_ptr < seg_end):
                         seg = self._segment_for(rec_ptr)
@@ -1143,7 +1283,7 @@ class XLogReader:
                                 rec_ptr - page_off,
                             )
                         if (RM_MAX_BUILTIN_ID < rmid < RM_MIN_CUSTOM_ID) or (
-                            xl_prev != prev_ptr if prev_ptr >= 0 else xl_prev >= rec_ptr
+                            xl_prev != prev_ptr if prev_ptr >= 0 else not 0 <= xl_prev < rec_ptr
                         ):
                             self._check_header(rec_ptr, xl_prev, rmid, prev_ptr, rec_ptr - page_off)
                         single = tot_len <= avail
@@ -1293,7 +1433,7 @@ class XLogReader:
                         if skip is not None:
                             k = (rmid << 4) | (info >> 4)
                             skipped = skip[k] != 0
-                            if fast is not None and not skipped:
+                            if fast is not None and not skipped and rec_ptr != offered:
                                 fast_fn = fast[k]
                         if single and not skipped and fast_fn is None:
                             raw = buf[off : off + tot_len]
@@ -1500,6 +1640,8 @@ class XLogReader:
     @staticmethod
     def _check_header(rec_ptr: int, xl_prev: int, rmid: int, prev_ptr: int, page: int) -> None:
         """ValidXLogRecordHeader for a header reassembled across pages."""
+        if xl_prev < 0:  # read signed (see _REC_HDR)
+            xl_prev += 1 << 64
         if RM_MAX_BUILTIN_ID < rmid < RM_MIN_CUSTOM_ID:
             raise _EndOfWal(
                 f"invalid resource manager ID {rmid} at {format_lsn(rec_ptr)}",
