@@ -25,7 +25,7 @@ import os
 import platform
 import shutil
 import tempfile
-from typing import Any, Iterator, List, Sequence
+from typing import Any, Iterator, List, Sequence, Tuple
 
 import pytest
 
@@ -174,25 +174,37 @@ def _decode_cli(srv: Any, files: Any, state: bytes, upto: str, xids: str, skip: 
         shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.mark.parametrize("opts", [("1", "0"), ("0", "1")], ids=["xids1_skip0", "xids0_skip1"])
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_streamed_spilled_subxact_abort_matches_test_decoding(server: Any, case: str,
-                                                              opts: Any) -> None:
-    from pglogical_py.catalog.export import export_physical
-
-    srv = server
-    admin, sess = srv.admin, srv.session
+def _fresh_table_and_slot(admin: Any) -> None:
+    """sa_t (TOAST chunks stored out of line, uncompressed) and a fresh slot."""
     admin.execute("DROP TABLE IF EXISTS sa_t")
     admin.execute("CREATE TABLE sa_t (id serial PRIMARY KEY, data text)")
     admin.execute("ALTER TABLE sa_t ALTER COLUMN data SET STORAGE EXTERNAL")
     _live.recreate_slot(admin, SLOT)
+
+
+def _run_case(srv: Any, statements: List[str]) -> Tuple[Any, bytes, str]:
+    """A case's statements, then what our decode needs: the physical catalog (its
+    CHECKPOINT also writes the slot's state file), that state file, the flush LSN."""
+    from pglogical_py.catalog.export import export_physical
+
+    for sql in statements:
+        srv.session.execute(sql)
+    files = export_physical(srv.admin)
+    state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
+    flush = srv.admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+    return files, state, flush
+
+
+@pytest.mark.parametrize("opts", [("1", "0"), ("0", "1")], ids=["xids1_skip0", "xids0_skip1"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_streamed_spilled_subxact_abort_matches_test_decoding(server: Any, case: str,
+                                                              opts: Any) -> None:
+    srv = server
+    admin, sess = srv.admin, srv.session
+    _fresh_table_and_slot(admin)
     try:
-        for sql in CASES[case]:
-            sess.execute(sql)
+        files, state, flush = _run_case(srv, CASES[case])
         xids, skip = opts
-        files = export_physical(admin)  # CHECKPOINT first: the slot's state file is current
-        state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
-        flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
         rows: List[Any] = list(admin.execute(
             "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
             "%s, %s::pg_lsn, NULL, 'stream-changes', '1', 'include-xids', %s, "
@@ -220,23 +232,14 @@ def test_debug_streaming_immediate_matches_test_decoding(server: Any, case: str,
                                                          opts: Any) -> None:
     """debug_logical_replication_streaming = immediate in the decoding session equals
     ``--debug-logical-replication-streaming immediate``."""
-    from pglogical_py.catalog.export import export_physical
-
     srv = server
     if srv.major < 16:
         pytest.skip("debug_logical_replication_streaming is 16+")
     admin, sess = srv.admin, srv.session
-    admin.execute("DROP TABLE IF EXISTS sa_t")
-    admin.execute("CREATE TABLE sa_t (id serial PRIMARY KEY, data text)")
-    admin.execute("ALTER TABLE sa_t ALTER COLUMN data SET STORAGE EXTERNAL")
-    _live.recreate_slot(admin, SLOT)
+    _fresh_table_and_slot(admin)
     try:
-        for sql in IMMEDIATE_CASES[case]:
-            sess.execute(sql)
+        files, state, flush = _run_case(srv, IMMEDIATE_CASES[case])
         xids, skip = opts
-        files = export_physical(admin)
-        state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
-        flush = admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
         with srv.connect() as dec:
             dec.execute("SET debug_logical_replication_streaming = immediate")
             rows: List[Any] = list(dec.execute(
