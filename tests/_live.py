@@ -143,6 +143,30 @@ def decode_physical(files: Dict[str, bytes], srv: Any, restart: int, confirmed: 
     return b"".join(rows)
 
 
+def decode_cli(srv: Any, files: Dict[str, bytes], state: bytes, args: List[str]) -> bytes:
+    """``pglogical-py decode`` on the server's pg_wal, with its exported physical catalog
+    (``export_physical``'s ``files``) and the slot's state file, plus ``args``; the tsv."""
+    import shutil
+    import tempfile
+
+    from pglogical_py.adapters.datadir import write_datadir_subset
+    from pglogical_py.cli import main
+
+    d = tempfile.mkdtemp(prefix="live_cli_")
+    try:
+        write_datadir_subset(files, os.path.join(d, "cat"))
+        with open(os.path.join(d, "state"), "wb") as f:
+            f.write(state)
+        out = os.path.join(d, "out.tsv")
+        rc = main(["decode", str(srv.pg_wal_dir), "--catalog", os.path.join(d, "cat"),
+                   "--slot-state", os.path.join(d, "state"), "-O", out, *args])
+        assert rc == 0
+        with open(out, "rb") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def assert_same(got: bytes, expected: bytes) -> None:
     """Byte identity; the text comparison first so that a failure shows a readable diff."""
     assert got.decode("utf-8", "replace") == expected.decode("utf-8", "replace")

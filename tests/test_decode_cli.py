@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from typing import List
 
 import pytest
 
@@ -123,12 +124,17 @@ def test_cli_needs_positions(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--restart-lsn" in capsys.readouterr().err
 
 
-def test_cli_unknown_plugin_option(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("extra,message", [
+    (["-o", "bogus=1"], 'option "bogus" = "1" is unknown'),
+    (["--upto-nchanges", "-1"], "--upto-nchanges must not be negative"),
+], ids=["unknown_plugin_option", "negative_upto_nchanges"])
+def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: List[str],
+                          message: str) -> None:
     d = _fixture()
     rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
-               "--slot-state", os.path.join(d, "slot.state"), "-o", "bogus=1"])
+               "--slot-state", os.path.join(d, "slot.state"), *extra])
     assert rc == 1
-    assert 'option "bogus" = "1" is unknown' in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_unknown_relation_is_a_clear_error() -> None:

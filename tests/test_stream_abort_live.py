@@ -21,10 +21,7 @@ concurrent-abort case of stream.sql); the SQL here is our own.
 
 from __future__ import annotations
 
-import os
 import platform
-import shutil
-import tempfile
 from typing import Any, Iterator, List, Sequence, Tuple
 
 import pytest
@@ -153,25 +150,9 @@ def server(request: Any) -> Iterator[Any]:
 
 def _decode_cli(srv: Any, files: Any, state: bytes, upto: str, xids: str, skip: str,
                 extra: Sequence[str] = ()) -> bytes:
-    from pglogical_py.adapters.datadir import write_datadir_subset
-    from pglogical_py.cli import main
-
-    d = tempfile.mkdtemp(prefix="stream_abort_")
-    try:
-        write_datadir_subset(files, os.path.join(d, "cat"))
-        with open(os.path.join(d, "state"), "wb") as f:
-            f.write(state)
-        out = os.path.join(d, "out.tsv")
-        rc = main(["decode", str(srv.pg_wal_dir), "--catalog", os.path.join(d, "cat"),
-                   "--slot-state", os.path.join(d, "state"), "--end-lsn", upto,
-                   "--work-mem", "64kB", "-o", "stream-changes=1",
-                   "-o", f"include-xids={xids}", "-o", f"skip-empty-xacts={skip}", "-O", out,
-                   *extra])
-        assert rc == 0
-        with open(out, "rb") as f:
-            return f.read()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return _live.decode_cli(srv, files, state, [
+        "--end-lsn", upto, "--work-mem", "64kB", "-o", "stream-changes=1",
+        "-o", f"include-xids={xids}", "-o", f"skip-empty-xacts={skip}", *extra])
 
 
 def _fresh_table_and_slot(admin: Any) -> None:

@@ -307,6 +307,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--slot-state", help="copied pg_replslot/<slot>/state file")
     p.add_argument("--end-lsn", help="upto_lsn: stop after the record whose end reaches it "
                    "(default: end of valid WAL)")
+    p.add_argument("--upto-nchanges", type=int, default=0, metavar="N",
+                   help="upto_nchanges: stop after the record that brought the rows output "
+                   "to N or more (the transaction crossing it is output whole)")
     p.add_argument("--snapshot-dir", help="copy of the server's pg_logical/snapshots")
     p.add_argument("--plugin", default="test_decoding", help="output plugin (test_decoding)")
     p.add_argument("-o", "--option", action="append", default=[], metavar="NAME=VALUE",
@@ -471,6 +474,8 @@ def run(args: argparse.Namespace) -> int:
     if restart_lsn is None or start_lsn is None:
         raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
     end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
+    if args.upto_nchanges < 0:
+        raise UsageError("--upto-nchanges must not be negative")
     catalog: Any
     if getattr(args, "catalog_redo", False):
         catalog = _redo_catalog(args.catalog, args.wal, restart_lsn, end_lsn)
@@ -539,9 +544,9 @@ def run(args: argparse.Namespace) -> int:
                     if rec.rmid == 1:  # RM_XACT_ID: commits, aborts, prepares
                         progress.commits += 1
                     progress.tick(rec.end_lsn)
-            ctx.decode(records(), upto_lsn=end_lsn)
+            ctx.decode(records(), upto_lsn=end_lsn, upto_nchanges=args.upto_nchanges)
         else:
-            ctx.decode(reader, upto_lsn=end_lsn)
+            ctx.decode(reader, upto_lsn=end_lsn, upto_nchanges=args.upto_nchanges)
         ctx.shutdown()
     finally:
         progress.done()

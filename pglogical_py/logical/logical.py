@@ -704,14 +704,22 @@ class LogicalDecodingContext:
         """LogicalDecodingProcessRecord."""
         self.decoder.process_record(record)
 
-    def decode(self, records: Iterable[Any], upto_lsn: int = 0) -> None:
+    def decode(self, records: Iterable[Any], upto_lsn: int = 0, upto_nchanges: int = 0) -> None:
         """The loop of pg_logical_slot_get_changes_guts.
 
         Feeds every record; with ``upto_lsn`` stops after the first record whose end
-        reaches it.  An ``XLogReader`` is read in decoding mode (``iter_decoding``):
-        records whose decoding is only ProcessXid are not materialised and common heap
-        records are decoded in place (decode.py ``SKIP_TABLE`` / ``heap_fast``).
+        reaches it, with ``upto_nchanges`` after the first record that brought the rows
+        written in this call to at least that many (PostgreSQL checks both after each
+        record, so the transaction that crosses the limit is output whole).  An
+        ``XLogReader`` is read in decoding mode (``iter_decoding``): records whose
+        decoding is only ProcessXid are not materialised and common heap records are
+        decoded in place (decode.py ``SKIP_TABLE`` / ``heap_fast``) -- except with
+        ``upto_nchanges``, where every heap record comes back here to be counted after
+        (queueing one may stream rows).
         """
+        if upto_nchanges:
+            self._decode_counted(records, upto_lsn, upto_nchanges)
+            return
         process = self.decoder.process_record
         if isinstance(records, XLogReader):
             # the reader reads the records decode.c only ProcessXids at header cost
@@ -728,6 +736,31 @@ class LogicalDecodingContext:
         else:
             for record in records:
                 process(record)
+
+    def _decode_counted(self, records: Iterable[Any], upto_lsn: int, upto_nchanges: int) -> None:
+        """``decode`` with ``upto_nchanges``: rows are counted on their way to the sink
+        (p->returned_rows); the fast lanes made meanwhile write through the counter."""
+        process = self.decoder.process_record
+        inner = self._sink
+        written = [0]
+
+        def counting(lsn: int, xid: int, data: bytes) -> None:
+            written[0] += 1
+            inner(lsn, xid, data)
+
+        self._sink = counting
+        # the fast lanes of routes kept from an earlier call write to the old sink
+        self.reorder._route_shared = None
+        try:
+            if isinstance(records, XLogReader):
+                records = records.iter_decoding(SKIP_TABLE, self.reorder.process_xid, upto_lsn)
+            for record in records:
+                process(record)
+                if (upto_lsn and upto_lsn <= record.end_lsn) or upto_nchanges <= written[0]:
+                    break
+        finally:
+            self._sink = inner
+            self.reorder._route_shared = None
 
     def shutdown(self) -> None:
         """shutdown_cb_wrapper."""
