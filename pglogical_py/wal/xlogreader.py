@@ -320,7 +320,7 @@ def _page_run(
     offered to its fast handler and declined (``_walk`` then yields it without
     offering it again: a handler sees a record once).
 
-    Measured (docs/performance.md, "CPython page runs"): the in-memory W2 reader
+    Measured (docs/performance.md, issue 7 "fourth pass"): the in-memory W2 reader
     1.35 -> 1.05 us per record; a third of what is left is the CRC's two slices and
     two calls.
     """
