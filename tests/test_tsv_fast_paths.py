@@ -161,17 +161,11 @@ def test_numeric_and_iso_fast_paths_live() -> None:
     whole seconds, millisecond and microsecond fractions, around DST transitions,
     BC, the last valid microsecond and the infinities, in three zones."""
     pytest.importorskip("psycopg")
-    import importlib.util
-    import sys
+    import _fixtures  # type: ignore[import-not-found]
 
     from pglogical_py.testing.pgserver import PgServer, PgUnavailable
 
-    spec = importlib.util.spec_from_file_location(
-        "gen_type_outputs", Path(__file__).parent / "data" / "gen_type_outputs.py")
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    sys.modules["gen_type_outputs"] = gen
-    spec.loader.exec_module(gen)
+    gen = _fixtures.type_outputs_generator()
     try:
         srv = PgServer(15)
     except PgUnavailable as e:

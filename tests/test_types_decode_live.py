@@ -30,13 +30,10 @@ against the server's output function text by tests/test_types_live.py.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import random
 import re
-import sys
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
@@ -49,29 +46,18 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 psycopg = pytest.importorskip("psycopg")
 pytest.importorskip("hypothesis")
 
+import _fixtures  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pglogical_py.cli.decode import escape_tsv  # noqa: E402
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
-
-def _load(name: str, path: Path) -> Any:
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-HERE = Path(__file__).parent
-gen = _load("gen_type_outputs", HERE / "data" / "gen_type_outputs.py")
+gen = _fixtures.type_outputs_generator()
 # the value strategies of the output-function differential test (SQL expressions)
-_live = _load("_types_live_strategies", HERE / "test_types_live.py")
+_live = _fixtures.load_module(
+    "_types_live_strategies", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                           "test_types_live.py"))
 STRATEGIES: Dict[str, Any] = dict(_live.STRATEGIES)
 
 EXAMPLES = int(os.environ.get("PGLOGICAL_TYPES_DECODE_EXAMPLES", "25"))

@@ -16,13 +16,10 @@ the same there, the run looks for what changed between majors.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import struct
-import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
@@ -30,17 +27,13 @@ import pytest
 pytestmark = pytest.mark.live
 
 psycopg = pytest.importorskip("psycopg")
+import _fixtures  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pglogical_py.types import OutputSettings, output_function  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "gen_type_outputs", Path(__file__).parent / "data" / "gen_type_outputs.py")
-assert _spec is not None and _spec.loader is not None
-gen = importlib.util.module_from_spec(_spec)
-sys.modules["gen_type_outputs"] = gen
-_spec.loader.exec_module(gen)
+gen = _fixtures.type_outputs_generator()
 
 q = gen.q
 EXAMPLES = int(os.environ.get("PGLOGICAL_TYPES_EXAMPLES", "25"))
