@@ -51,6 +51,7 @@ import sys
 import time
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Set, Tuple
 
+from .._jit import not_inlined
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
 from ..types.settings import add_output_arguments, settings_from_args
@@ -212,7 +213,9 @@ def _tsv_sink_pieces(write: Callable[[bytes], Any]
         if len(out) >= 3 * _BATCH_ROWS:
             flush()
 
-    return sink, flush
+    # the batch write: compiled once, not traced into each of the replay loop's
+    # bridges (_jit.py); the per-row sink stays inlined (a call would box its ints)
+    return sink, not_inlined(flush)
 
 
 #: one row of the tsv as a bytes ``%`` format, for the low LSN half of each row

@@ -128,6 +128,7 @@ import itertools
 from enum import IntEnum
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from .._jit import not_inlined
 from ..errors import DecodingError, UnknownRelationError
 from ..lsn import InvalidTransactionId, format_lsn, xid_precedes
 from . import _memory, _toast
@@ -273,6 +274,9 @@ class ReorderBufferTXN:
         "snapshot_now",
     )
 
+    # once per transaction, ~90 stores: compiled once rather than traced into the
+    # reader loop and each of its bridges (_jit.py)
+    @not_inlined
     def __init__(self, xid: int, first_lsn: int) -> None:
         self.xid = xid
         self.txn_flags = 0
@@ -882,6 +886,7 @@ class ReorderBuffer:
         txn.subtxns = []
         self._cleanup_one(txn, detach=True)
 
+    @not_inlined
     def _cleanup_one(self, txn: ReorderBufferTXN, detach: bool) -> None:
         if detach:
             if txn.is_known_subxact:
@@ -1373,6 +1378,7 @@ class ReorderBuffer:
                 set_check(txn.xid)
             yield change
 
+    @not_inlined
     def process_txn(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         """ReorderBufferProcessTXN: send begin, every change, then commit / prepare.
 

@@ -49,6 +49,7 @@ import struct
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from .._jit import not_inlined
 from ..access.detoast import detoast_inline
 from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
 from ..catalog.relation import ALIGNMENT
@@ -244,6 +245,7 @@ class TestDecoding:
             self._ts_out = fn
         return (" (at {})".format(fn(struct.pack("<q", ts)))).encode("utf-8")
 
+    @not_inlined
     def commit(self, ctx: Any, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         """pg_decode_commit_txn."""
         txndata = txn.output_plugin_private

@@ -1,0 +1,49 @@
+"""PyPy JIT hints: functions compiled on their own instead of inlined into callers.
+
+Mirrors: nothing in PostgreSQL (a C compiler decides inlining once, ahead of time).
+
+NOTES
+    PyPy's tracing JIT inlines every Python function a hot loop calls.  A guard
+    that fails often in that loop gets a bridge, and the bridge is traced from the
+    guard to the loop's end -- again inlining everything called on the way.  The
+    decode loop calls code that runs once per *transaction* (creating a
+    ReorderBufferTXN, the replay, the plugin's commit callback, the clean-up, the
+    output sink's batch write) from branches that differ record to record; inlined,
+    that code is traced again in each of the bridges it ends up in.  On a short
+    decode of many small transactions (the pgbench benchmark, W1) the command line
+    traced ~616 k operations (tracing 0.35-0.54 s) before these hints and ~492 k
+    (0.29-0.36 s) with them (docs/performance.md, "JIT warm-up").  A call costs a
+    little more than inlined code, once per transaction.  Per-row functions stay
+    inlined: a call there would box its integer arguments on every row.
+
+    ``not_inlined(func)`` marks ``func``'s code object with
+    ``pypyjit.dont_trace_here`` ("do not inline this function"); PyPy then traces it
+    from its own entry once it is hot.  On CPython it does nothing.  It marks the
+    code object, so it covers every closure made from the same ``def``.
+
+INVARIANTS
+    * A hint only: behaviour and output are the same with and without it.
+    * Returns ``func`` itself (usable as a decorator; no wrapper, no extra frame).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+__all__ = ["not_inlined"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+try:  # PyPy only
+    from pypyjit import dont_trace_here as _dont_trace_here  # type: ignore[import-not-found]
+except ImportError:  # CPython
+    _dont_trace_here = None
+
+
+def not_inlined(func: F) -> F:
+    """Have PyPy's JIT compile ``func`` as its own unit rather than inline it."""
+    if _dont_trace_here is not None:
+        code = getattr(getattr(func, "__func__", func), "__code__", None)
+        if code is not None:
+            _dont_trace_here(0, False, code)
+    return func
