@@ -49,7 +49,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
@@ -444,13 +444,36 @@ def _wal_scan(wal: List[str], restart_lsn: int,
     return load
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..adapters.files import iter_segments
-    from ..catalog.snapshot import CatalogSnapshot
-    from ..logical.logical import LogicalDecodingContext
-    from ..wal.xlogreader import XLogReader
+def decode_namespace(wal: List[str], catalog: str, **fields: Any) -> argparse.Namespace:
+    """The arguments ``decode WAL... --catalog CATALOG`` parses to, every other flag at
+    its default, with ``fields`` (argument names: ``start_lsn="0/16B3748"``) set: how a
+    driver other than the command line (adapters/spark.py) asks for the same decode."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["decode", "-", "--catalog", "-"])
+    args.wal = list(wal)
+    args.catalog = catalog
+    for name, value in fields.items():
+        if not hasattr(args, name):
+            raise UsageError(f"decode has no argument {name!r}")
+        setattr(args, name, value)
+    return args
 
-    after_evict = _setup_memory()
+
+class SlotPositions(NamedTuple):
+    """The slot a decode acts as (ReplicationSlotPersistentData's fields it reads)."""
+
+    restart_lsn: int
+    #: confirmed_flush: commits before it are not output (start_decoding_at)
+    start_lsn: int
+    two_phase: Optional[bool]
+    two_phase_at: Optional[int]
+    database: Optional[int]
+
+
+def slot_positions(args: argparse.Namespace) -> SlotPositions:
+    """--restart-lsn, --start-lsn, --two-phase, --two-phase-at, --database, each taken
+    from the copied slot state file (RestoreSlotFromDisk) when not given."""
     restart_lsn = parse_lsn(args.restart_lsn) if args.restart_lsn else None
     start_lsn = parse_lsn(args.start_lsn) if args.start_lsn else None
     two_phase = args.two_phase
@@ -473,52 +496,72 @@ def run(args: argparse.Namespace) -> int:
             database = st.database
     if restart_lsn is None or start_lsn is None:
         raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
+    return SlotPositions(restart_lsn, start_lsn, two_phase, two_phase_at, database)
+
+
+class DecodeSetup(NamedTuple):
+    """What ``open_decode`` resolved: the slot, the end, the catalog, the plugin."""
+
+    slot: SlotPositions
+    #: upto_lsn (0: the end of valid WAL)
+    end_lsn: int
+    catalog: Any
+    plugin: Any
+    database: int
+
+
+def open_decode(args: argparse.Namespace) -> DecodeSetup:
+    """The checks and loads before a decoding context: the slot's positions, the
+    end, the catalog (JSON export, directory, or redone), the output plugin."""
+    slot = slot_positions(args)
     end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
     if args.upto_nchanges < 0:
         raise UsageError("--upto-nchanges must not be negative")
     catalog: Any
     if getattr(args, "catalog_redo", False):
-        catalog = _redo_catalog(args.catalog, args.wal, restart_lsn, end_lsn)
+        catalog = _redo_catalog(args.catalog, args.wal, slot.restart_lsn, end_lsn)
     elif os.path.isdir(args.catalog):
         from ..catalog.physical import PhysicalCatalog
 
-        catalog = PhysicalCatalog.load(args.catalog, database)
+        catalog = PhysicalCatalog.load(args.catalog, slot.database)
     else:
+        from ..catalog.snapshot import CatalogSnapshot
+
         catalog = CatalogSnapshot.load(args.catalog)
-    if database is None:
-        database = catalog.database_oid
+    database = slot.database if slot.database is not None else catalog.database_oid
     plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
-    out: BinaryIO
-    if args.output:
-        out = open(args.output, "wb")
-    else:
-        out = sys.stdout.buffer
-    progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
-    progress.start_lsn = restart_lsn
-    write = out.write
-    flush_rows: Callable[[], None] = _nothing
-    if args.format == "tsv":
-        sink, flush_rows = _tsv_sink(write)
-    else:
-        def sink(lsn: int, xid: int, data: bytes) -> None:
-            write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
-                              "data": data.decode("utf-8", "backslashreplace")},
-                             ensure_ascii=False).encode("utf-8") + b"\n")
+    return DecodeSetup(slot, end_lsn, catalog, plugin, database)
+
+
+def start_decode(args: argparse.Namespace, setup: DecodeSetup,
+                 sink: Callable[[int, int, bytes], None]) -> Tuple[Any, Any, Any]:
+    """CreateDecodingContext for ``open_decode``'s setup, rows going to ``sink``: the
+    (context, XLogReader from the slot's restart_lsn, spill store or None).  The
+    caller decodes, then shuts the context down and closes the spill store."""
+    from ..adapters.files import iter_segments
+    from ..logical.logical import LogicalDecodingContext
+    from ..wal.xlogreader import XLogReader
+
+    slot, end_lsn, catalog = setup.slot, setup.end_lsn, setup.catalog
+    restart_lsn = slot.restart_lsn
     spill_store: Any = None
     if args.spill_store != "memory":
         from ..adapters.parquet_spill import open_spill_store
 
         spill_store = open_spill_store(args.spill_dir, args.spill_store)
-    ctx = LogicalDecodingContext(
-        plugin, catalog, database=database, start_lsn=start_lsn, two_phase=bool(two_phase),
-        two_phase_at=two_phase_at, options=_options(args.option),
-        snapshots=_load_snapshots(args.snapshot_dir), sink=sink,
-        work_mem=parse_size(args.work_mem), major=catalog.major,
-        spill_store=spill_store, eviction=args.eviction,
-        debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
-    )
-    if after_evict is not _nothing:
-        ctx.reorder.after_evict = after_evict
+    try:
+        ctx = LogicalDecodingContext(
+            setup.plugin, catalog, database=setup.database, start_lsn=slot.start_lsn,
+            two_phase=bool(slot.two_phase), two_phase_at=slot.two_phase_at,
+            options=_options(args.option), snapshots=_load_snapshots(args.snapshot_dir),
+            sink=sink, work_mem=parse_size(args.work_mem), major=catalog.major,
+            spill_store=spill_store, eviction=args.eviction,
+            debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
+        )
+    except BaseException:
+        if spill_store is not None:
+            spill_store.close()
+        raise
     if ctx.twophase or ctx.streaming:
         # what the server's commit log knew when it decoded: prepared transactions
         # rolled back anywhere in the given WAL, and with streaming any (sub)transaction
@@ -535,7 +578,32 @@ def run(args: argparse.Namespace) -> int:
 
         ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted)
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
-    reader = XLogReader(segments, start_lsn=restart_lsn)
+    return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
+
+
+def run(args: argparse.Namespace) -> int:
+    after_evict = _setup_memory()
+    setup = open_decode(args)
+    end_lsn = setup.end_lsn
+    out: BinaryIO
+    if args.output:
+        out = open(args.output, "wb")
+    else:
+        out = sys.stdout.buffer
+    progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
+    progress.start_lsn = setup.slot.restart_lsn
+    write = out.write
+    flush_rows: Callable[[], None] = _nothing
+    if args.format == "tsv":
+        sink, flush_rows = _tsv_sink(write)
+    else:
+        def sink(lsn: int, xid: int, data: bytes) -> None:
+            write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
+                              "data": data.decode("utf-8", "backslashreplace")},
+                             ensure_ascii=False).encode("utf-8") + b"\n")
+    ctx, reader, spill_store = start_decode(args, setup, sink)
+    if after_evict is not _nothing:
+        ctx.reorder.after_evict = after_evict
     try:
         if progress.enabled:
             def records() -> Any:
