@@ -44,9 +44,11 @@ def spark() -> Iterator[Any]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java runtime (Spark 4 needs Java 17+; make test installs it)")
     # the Python workers must run this interpreter and import this checkout's package
+    # (the JVM and its workers take the environment at start-up)
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
     os.environ["PYSPARK_PYTHON"] = sys.executable
     root = os.path.dirname(os.path.dirname(os.path.abspath(pglogical_py.__file__)))
-    path = os.environ.get("PYTHONPATH")
+    path = saved["PYTHONPATH"]
     os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
     session = (SparkSession.builder.master("local[1]").appName("pglogical_py tests")
                .config("spark.ui.enabled", "false")
@@ -59,6 +61,11 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _fixture_options(wdir: str, optionset: str, *, binary: bool = True) -> Dict[str, str]:
