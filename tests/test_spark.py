@@ -29,6 +29,9 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from _fixtures import FIXTURES  # type: ignore[import-not-found]  # noqa: E402
+from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
+    expected_output as _expected,  # decode/<set>.tsv(.gz): PostgreSQL's peek
+)
 
 import pglogical_py  # noqa: E402
 from pglogical_py.adapters.spark import Options, PglogicalDataSource  # noqa: E402
@@ -90,15 +93,6 @@ def _fixture_options(wdir: str, optionset: str, *, binary: bool = True) -> Dict[
     for i in range(0, len(pairs), 2):
         opts["option." + pairs[i]] = pairs[i + 1]
     return opts
-
-
-def _expected(wdir: str, optionset: str) -> bytes:
-    path = os.path.join(wdir, "decode", optionset + ".tsv")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            return f.read()
-    with open(path + ".gz", "rb") as f:
-        return gzip.decompress(f.read())
 
 
 def _tsv(rows: List[Any]) -> bytes:
