@@ -51,11 +51,20 @@ NOTES
     serialized snapshots -- so a micro-batch costs a read of all the WAL from
     restart_lsn to ``end`` (at header cost for the records before ``start`` that
     decoding skips, ~0.1-0.2 s per 16 MB segment on CPython), and the plugin's work
-    only for its own commits.  With streaming of in-progress transactions
-    (test_decoding's ``stream-changes``) or two-phase decoding the micro-batches are
-    what successive ``get_changes`` calls return, as in PostgreSQL, which is not
-    always one peek's rows: a transaction streamed in part before a batch's end and
-    committed after it comes again, whole, in the batch of its commit.
+    only for its own commits.
+
+    A micro-batch is a decode made when the WAL ended at ``end``: where decoding asks
+    the commit log (a prepared or streamed transaction rolled back concurrently,
+    18's aborted transactions), only the aborts up to ``end`` are known, whatever the
+    directory holds by the time Spark runs (or re-runs) the batch -- so a batch is
+    deterministic, and is what a live consumer would have been sent.  A batch read is
+    a peek after all the WAL was written, as the command's.  So with two-phase
+    decoding or streaming of in-progress transactions (test_decoding's
+    ``stream-changes``) the micro-batches are what successive ``get_changes`` calls
+    return, as in PostgreSQL, which is not always one peek's rows: a transaction
+    streamed in part before a batch's end and committed after it comes again, whole,
+    in the batch of its commit; a prepared transaction rolled back after a batch's end
+    is sent at its PREPARE, where one later peek would have noticed the abort.
 
 INVARIANTS
     * The rows of a read are, byte for byte, the rows ``pglogical-py decode`` writes
@@ -270,7 +279,11 @@ class Options:
 @dataclass(frozen=True)
 class WalPartition(InputPartition):
     """One decode: ``options``' WAL from the slot's restart_lsn, with ``start_lsn`` as the
-    confirmed_flush and ``end_lsn`` as upto_lsn when set (else the options')."""
+    confirmed_flush and ``end_lsn`` as upto_lsn when set (else the options').
+
+    ``end_lsn`` is set for a stream's micro-batch only; the decode's commit log is then
+    the one of when the WAL ended there, not the one of all the WAL in the directory.
+    """
 
     options: Options
     start_lsn: Optional[int] = None
@@ -310,7 +323,9 @@ def _read(partition: WalPartition) -> Iterator[Any]:
         del lsns[:], xids[:], datas[:]
         return out
 
-    ctx, reader, spill_store = start_decode(args, setup, sink)
+    # a micro-batch: the commit log as the WAL ended at its end (see NOTES)
+    ctx, reader, spill_store = start_decode(args, setup, sink,
+                                            commit_log_at=partition.end_lsn)
     try:
         if not opts.binary and ctx.options.output_type != OUTPUT_PLUGIN_TEXTUAL_OUTPUT:
             # logicalfuncs.c: the text function refuses a binary plugin

@@ -429,17 +429,18 @@ def _redo_catalog(path: str, wal: Any, restart_lsn: int, end_lsn: int) -> Any:
     return CatalogRedo(export, path).run(records).catalog()
 
 
-def _wal_scan(wal: List[str], restart_lsn: int,
-              scan: Callable[[Any], Set[int]]) -> Callable[[], Set[int]]:
+def _wal_scan(wal: List[str], restart_lsn: int, scan: Callable[[Any], Set[int]],
+              upto: Optional[int] = None) -> Callable[[], Set[int]]:
     """``scan`` (logical.scan_aborted / scan_aborted_prepared) over the given WAL from
-    ``restart_lsn``, run when first called: the commit log at decoding time, which
-    only some decodes ask for (a second read of the WAL, at header cost)."""
+    ``restart_lsn`` (to the record ending at ``upto``, when given), run when first
+    called: the commit log at decoding time, which only some decodes ask for (a second
+    read of the WAL, at header cost)."""
     from ..adapters.files import iter_segments
     from ..wal.xlogreader import XLogReader
 
     def load() -> Set[int]:
-        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn),
-                               start_lsn=restart_lsn))
+        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn, end_lsn=upto),
+                               start_lsn=restart_lsn, end_lsn=upto))
 
     return load
 
@@ -534,10 +535,15 @@ def open_decode(args: argparse.Namespace) -> DecodeSetup:
 
 
 def start_decode(args: argparse.Namespace, setup: DecodeSetup,
-                 sink: Callable[[int, int, bytes], None]) -> Tuple[Any, Any, Any]:
+                 sink: Callable[[int, int, bytes], None],
+                 commit_log_at: Optional[int] = None) -> Tuple[Any, Any, Any]:
     """CreateDecodingContext for ``open_decode``'s setup, rows going to ``sink``: the
     (context, XLogReader from the slot's restart_lsn, spill store or None).  The
-    caller decodes, then shuts the context down and closes the spill store."""
+    caller decodes, then shuts the context down and closes the spill store.
+
+    The commit log the decode asks (concurrent aborts, 18's aborted transactions) is
+    the one of a decode made after all the given WAL was written, or, with
+    ``commit_log_at``, made when the WAL ended there (a stream's micro-batch)."""
     from ..adapters.files import iter_segments
     from ..logical.logical import LogicalDecodingContext
     from ..wal.xlogreader import XLogReader
@@ -569,14 +575,16 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
         from ..logical.logical import scan_aborted, scan_aborted_prepared
 
         ctx.aborted_xids_loader = _wal_scan(
-            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared)
+            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared,
+            commit_log_at)
     if ctx.reorder.major >= 18:
         # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
         # after all the given WAL, an xid is aborted iff its abort record is in it.
         # Only an eviction asks: the WAL is scanned then, if ever.
         from ..logical.logical import scan_aborted
 
-        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted)
+        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted,
+                                                    commit_log_at)
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
