@@ -373,9 +373,11 @@ class PglogicalReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
+        """One partition: the whole decode (Partitioning, in ``PglogicalDataSource``)."""
         return [WalPartition(self.options)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's rows, as Arrow record batches (on the executor)."""
         assert isinstance(partition, WalPartition)
         return _read(partition)
 
@@ -443,6 +445,7 @@ class PglogicalStreamReader(DataSourceStreamReader):
         return [WalPartition(self.options, start_lsn=lo, end_lsn=hi)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The micro-batch's rows, as Arrow record batches (stateless: see NOTES)."""
         assert isinstance(partition, WalPartition)
         return _read(partition)
 
@@ -519,6 +522,7 @@ class PglogicalDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """``"pglogical"``: ``spark.read.format("pglogical")``."""
         return "pglogical"
 
     def parsed(self) -> Options:
@@ -528,10 +532,13 @@ class PglogicalDataSource(DataSource):
         return self._parsed
 
     def schema(self) -> str:
+        """``lsn STRING, xid BIGINT, data STRING`` (``data BINARY`` with ``binary``)."""
         return self.parsed().schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader: one peek."""
         return PglogicalReader(self.parsed())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The micro-batch reader: successive get_changes calls."""
         return PglogicalStreamReader(self.parsed())
