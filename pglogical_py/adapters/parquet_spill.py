@@ -9,7 +9,7 @@ NOTES
     Both stores implement ``pglogical_py.logical._spill.SpillStore``; the reorder buffer
     does not know which one it has.  ``open_spill_store()`` picks Parquet when pyarrow
     imports (CPython) and the pickle store otherwise (PyPy): same files layout, same
-    protocol.  This module is the only one in the tree that imports pyarrow, lazily.
+    protocol.  pyarrow is imported lazily, here and in adapters/spark.py only.
 
     Layout.  ``directory`` (default: a private ``tempfile.mkdtemp``, made at the first
     spill: start-up imports neither tempfile nor shutil) gets one run
