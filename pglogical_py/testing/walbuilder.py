@@ -23,11 +23,13 @@ NOTES
     disagrees with the builder disagrees with PostgreSQL; ``tests/test_lsn_properties.py``
     proves the body encoders against records PostgreSQL wrote (the fixtures) byte for byte.
 
-    ``start_lsn`` lets the first record start anywhere (a restart_lsn in mid-segment,
-    near a segment's end so that a few records cross into the next one): the builder then
-    writes that segment's long header and the header of the page the record starts on, as
-    a server would have, and leaves the pages between them zero -- a reader must be
-    started at ``start_lsn`` (as decoding starts at a slot's restart_lsn).
+    ``start_lsn`` (a page start) lets the first record start in mid-segment (a
+    restart_lsn near a segment's end, so that a few records cross into the next one):
+    the builder writes that segment's long header and the page's header, as a server
+    would have, the first record right after it (xlogreader.c's XLogFindNextRecord
+    walks a page from its header, so a page is never left with a gap), and leaves the
+    pages between zero -- a reader must be started at the first record (as decoding
+    starts at a slot's restart_lsn).
 
     The body encoders return ``(info, main_data, blocks)`` pieces for ``WalBuilder.add``
     and never guess: fields a server fills (timestamps, the padding bytes of
@@ -66,6 +68,7 @@ __all__ = [
     "xact_abort",
     "xact_assignment",
     "xact_commit",
+    "xlog_noop",
 ]
 
 XLOG_BLCKSZ = 8192
@@ -79,6 +82,7 @@ RM_XLOG_ID = 0
 RM_XACT_ID = 1
 RM_STANDBY_ID = 8
 RM_HEAP_ID = 10
+XLOG_NOOP = 0x20
 XLOG_SWITCH = 0x40
 XLOG_RUNNING_XACTS = 0x10
 XLOG_XACT_COMMIT = 0x00
@@ -215,15 +219,12 @@ class WalBuilder:
             self._start_page(self.pos)
             self.pos += SizeOfXLogLongPHD
         else:
-            if start_lsn % 8:
-                raise ValueError(f"start_lsn {start_lsn:X} is not MAXALIGNed")
+            if start_lsn % XLOG_BLCKSZ:
+                raise ValueError(f"start_lsn {start_lsn:X} is not a page start")
             seg_start = start_lsn - start_lsn % seg_size
-            page = start_lsn - start_lsn % XLOG_BLCKSZ
-            hdr = SizeOfXLogLongPHD if page == seg_start else SizeOfXLogShortPHD
-            if page != seg_start:
+            if start_lsn != seg_start:
                 self._start_page(seg_start)  # a reader validates the segment's first page
-            self._start_page(page)
-            self.pos = max(start_lsn, page + hdr)
+            self.pos = start_lsn + self._start_page(start_lsn)
         #: where the first record starts (a reader of a mid-segment start begins here)
         self.start_lsn = self.pos
 
@@ -319,7 +320,12 @@ class WalBuilder:
         """Add records so that exactly ``leave`` bytes (a multiple of 8) stay on the page."""
         while True:
             off = self.pos % XLOG_BLCKSZ
-            room = XLOG_BLCKSZ - off if off else XLOG_BLCKSZ - SizeOfXLogShortPHD
+            if off:
+                room = XLOG_BLCKSZ - off
+            elif self.pos % self.seg_size:
+                room = XLOG_BLCKSZ - SizeOfXLogShortPHD
+            else:
+                room = XLOG_BLCKSZ - SizeOfXLogLongPHD
             want = room - leave
             if want == 0:
                 return
@@ -382,6 +388,12 @@ def running_xacts(next_xid: int, oldest_running_xid: int, latest_completed_xid: 
     md += struct.pack("<III", next_xid, oldest_running_xid, latest_completed_xid)
     md += struct.pack("<%dI" % (len(xids) + len(subxids)), *xids, *subxids)
     return XLOG_RUNNING_XACTS, md, ()
+
+
+def xlog_noop(size: int) -> Piece:
+    """XLOG_NOOP (RM_XLOG_ID) with ``size`` bytes of main data: a filler record that
+    xlog_decode passes over (decode.c), for moving the next record along."""
+    return XLOG_NOOP, b"\0" * size, ()
 
 
 def _xact_tail(xinfo: int, dbid: int, tsid: int, subxacts: Sequence[int]) -> bytes:
