@@ -1,6 +1,6 @@
 """LSN invariants, property-based: the reader and the decoder on synthetic WAL.
 
-Three parts:
+Four parts:
 
 * The builder's record encoders (pglogical_py/testing/walbuilder.py) against records
   PostgreSQL wrote: each real RUNNING_XACTS, heap INSERT / DELETE, COMMIT, ABORT and
@@ -15,7 +15,11 @@ Three parts:
   skip-empty-xacts off) compared with a model written here from the workload alone,
   after PostgreSQL's rules (logical.c begin_cb_wrapper / change_cb_wrapper /
   commit_cb_wrapper, reorderbuffer.c ReorderBufferReplay / ReorderBufferIterTXN*,
-  decode.c DecodeTXNNeedSkip): see ``model_rows``.
+  decode.c DecodeTXNNeedSkip): see ``model_rows``.  The model is checked once against
+  PostgreSQL itself (live, ``test_model_matches_postgresql_peek``: a server's own
+  pg_logical_slot_peek_changes rows against the model applied to the server's WAL).
+* the reorder buffer driven as decode.c drives it, spilling, against the same model
+  (``ReorderBufferMachine``, a RuleBasedStateMachine).
 """
 
 from __future__ import annotations
@@ -34,8 +38,18 @@ from _fixtures import FIXTURES  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import InvalidArgument  # noqa: E402
+from hypothesis.stateful import (  # noqa: E402
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from test_reorderbuffer import _insert, _rb  # noqa: E402
 
 from pglogical_py.catalog.snapshot import CatalogSnapshot  # noqa: E402
+from pglogical_py.logical._spill import InMemorySpillStore  # noqa: E402
 from pglogical_py.testing import strategies as pst  # noqa: E402
 from pglogical_py.testing.walbuilder import (  # noqa: E402
     XLOG_BLCKSZ,
@@ -581,3 +595,148 @@ def test_model_matches_postgresql_peek(live_server: Any) -> None:
         run(txns, order)
 
     check()
+
+
+# ---------------------------------------------------------------------------
+# the reorder buffer against a model (RuleBasedStateMachine)
+# ---------------------------------------------------------------------------
+
+
+class ReorderBufferMachine(RuleBasedStateMachine):
+    """decode.c's calls into the reorder buffer (ProcessXid, AssignChild from a record's
+    top-level xid, QueueChange, Abort of a subxact, CommitChild + Commit, Abort), with a
+    small work_mem so that changes spill, against the model of ``model_rows``: at
+    COMMIT, BEGIN at the first LSN seen for the transaction or its subxacts, the
+    changes of the top-level and its committed subxacts in LSN order, COMMIT at the
+    record's end; nothing without a change; nothing for aborts."""
+
+    tops = Bundle("tops")
+    subs = Bundle("subs")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = InMemorySpillStore()
+        self.rb, self.events = _rb(self.store, work_mem=1500)
+        self.lsn = 1000
+        self.next_xid = 100
+        self.first: Dict[int, int] = {}
+        self.changes: Dict[int, List[int]] = {}  # (sub)xid -> change LSNs
+        self.parent: Dict[int, int] = {}  # subxid -> top
+        self.aborted_subs: set = set()
+        self.has_base: set = set()
+        self.finished: set = set()
+
+    def _advance(self, n: int) -> int:
+        self.lsn += 8 * n
+        return self.lsn
+
+    @rule(target=tops)
+    def begin(self) -> int:
+        self.next_xid += 1
+        return self.next_xid  # no record yet: the reorder buffer knows nothing of it
+
+    @rule(top=tops, step=st.integers(1, 40))
+    def insert_top(self, top: int, step: int) -> None:
+        if top in self.finished:
+            return
+        lsn = self._advance(step)
+        _insert(self.rb, top, lsn)
+        self.first.setdefault(top, lsn)
+        self.changes.setdefault(top, []).append(lsn)
+        self.has_base.add(top)
+
+    @rule(target=subs, top=tops, step=st.integers(1, 40))
+    def insert_new_sub(self, top: int, step: int) -> Any:
+        if top in self.finished:
+            return 0
+        self.next_xid += 1
+        sub = self.next_xid
+        lsn = self._advance(step)
+        self.rb.assign_child(top, sub, lsn)  # XLR_BLOCK_ID_TOPLEVEL_XID on its 1st record
+        _insert(self.rb, sub, lsn)
+        self.parent[sub] = top
+        self.first.setdefault(top, lsn)
+        self.changes.setdefault(sub, []).append(lsn)
+        self.has_base.add(top)
+        return sub
+
+    @rule(sub=subs, step=st.integers(1, 40))
+    def insert_sub(self, sub: int, step: int) -> None:
+        top = self.parent.get(sub)
+        if top is None or top in self.finished or sub in self.aborted_subs:
+            return
+        lsn = self._advance(step)
+        _insert(self.rb, sub, lsn)
+        self.changes[sub].append(lsn)
+
+    @rule(sub=consumes(subs), step=st.integers(1, 40))
+    def rollback_sub(self, sub: int, step: int) -> None:
+        top = self.parent.get(sub)
+        if top is None or top in self.finished or sub in self.aborted_subs:
+            return
+        lsn = self._advance(step)
+        self.rb.process_xid(sub, lsn)
+        self.rb.abort(sub, lsn, 0)
+        self.aborted_subs.add(sub)
+        self.changes.pop(sub, None)
+        assert self.events == []
+
+    @rule(top=consumes(tops), step=st.integers(1, 40), commit=st.booleans())
+    def finish(self, top: int, step: int, commit: bool) -> None:
+        if top in self.finished:
+            return
+        self.finished.add(top)
+        lsn = self._advance(step)
+        end = lsn + 40
+        self._advance(5)
+        live = sorted(s for s, t in self.parent.items()
+                      if t == top and s not in self.aborted_subs)
+        self.rb.process_xid(top, lsn)
+        if commit:
+            for s in live:
+                self.rb.commit_child(top, s, lsn, end)
+            self.rb.commit(top, lsn, end, 0, 0, 0)
+        else:
+            for s in live:
+                self.rb.abort(s, lsn, 0)
+            self.rb.abort(top, lsn, 0)
+        want: List[Tuple[str, Any]] = []
+        if commit and top in self.has_base:
+            first = self.first.get(top, lsn)
+            merged = sorted(x for s in [top] + live for x in self.changes.get(s, []))
+            want = ([("begin", (top, first))] + [("change", x) for x in merged]
+                    + [("commit", (top, end))])
+        assert self.events == want
+        del self.events[:]
+
+    @invariant()
+    def toplevel_by_lsn_in_first_lsn_order(self) -> None:
+        tops = list(self.rb.toplevel_by_lsn)
+        assert all(t not in self.finished and t not in self.parent for t in tops)
+        firsts = [self.first[t] for t in tops if t in self.first]
+        assert firsts == sorted(firsts)
+        for t in tops:
+            if t in self.first:
+                assert self.rb.by_txn[t].first_lsn == self.first[t]
+
+    def teardown(self) -> None:
+        for top in [t for t in list(self.first) if t not in self.finished]:
+            self.rb.abort(top, self._advance(1), 0)
+        assert self.rb.size == 0
+        SPILLED[0] += self.store.spilled_changes
+
+
+SPILLED = [0]
+
+
+def test_reorder_buffer_machine_spills() -> None:
+    """The machine's work_mem makes the reorder buffer spill (its merge then reads
+    changes back from the spill store): run after the machine."""
+    run_state_machine_as_test(ReorderBufferMachine, settings=settings(
+        max_examples=10, stateful_step_count=40, deadline=None, derandomize=True))
+    assert SPILLED[0] > 0
+
+
+TestReorderBufferMachine = ReorderBufferMachine.TestCase
+TestReorderBufferMachine.settings = settings(max_examples=40, stateful_step_count=40,
+                                             deadline=None)
