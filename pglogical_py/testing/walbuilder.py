@@ -51,11 +51,42 @@ from __future__ import annotations
 import struct
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..access.heaptuple import SizeofHeapTupleHeader
+from ..wal.bufpage import HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID
 from ..wal.crc32c import crc32c
 from ..wal.records import BKPIMAGE_APPLY
-from ..wal.xlogreader import XLOG_PAGE_MAGIC, wal_file_name
+from ..wal.rmgr.common import DEFAULTTABLESPACE_OID, maxalign
+from ..wal.rmgr.heap import (
+    XLH_DELETE_CONTAINS_OLD_KEY,
+    XLH_INSERT_CONTAINS_NEW_TUPLE,
+    XLOG_HEAP_DELETE,
+    XLOG_HEAP_INIT_PAGE,
+    XLOG_HEAP_INSERT,
+)
+from ..wal.rmgr.names import RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
+from ..wal.rmgr.standby import XLOG_RUNNING_XACTS
+from ..wal.rmgr.xact import (
+    XACT_XINFO_HAS_DBINFO,
+    XACT_XINFO_HAS_SUBXACTS,
+    XLOG_XACT_ABORT,
+    XLOG_XACT_ASSIGNMENT,
+    XLOG_XACT_COMMIT,
+    XLOG_XACT_HAS_INFO,
+)
+from ..wal.rmgr.xlog import XLOG_NOOP, XLOG_SWITCH
+from ..wal.xlogreader import (
+    XLOG_PAGE_MAGIC,
+    SizeOfXLogLongPHD,
+    SizeOfXLogRecord,
+    SizeOfXLogShortPHD,
+    wal_file_name,
+)
 
 __all__ = [
+    "RM_HEAP_ID",
+    "RM_STANDBY_ID",
+    "RM_XACT_ID",
+    "RM_XLOG_ID",
     "SYSID",
     "XLOG_BLCKSZ",
     "Blk",
@@ -73,37 +104,6 @@ __all__ = [
 
 XLOG_BLCKSZ = 8192
 SYSID = 7300000000000000001
-SizeOfXLogShortPHD = 24
-SizeOfXLogLongPHD = 40
-SizeOfXLogRecord = 24
-SizeofHeapTupleHeader = 23
-
-RM_XLOG_ID = 0
-RM_XACT_ID = 1
-RM_STANDBY_ID = 8
-RM_HEAP_ID = 10
-XLOG_NOOP = 0x20
-XLOG_SWITCH = 0x40
-XLOG_RUNNING_XACTS = 0x10
-XLOG_XACT_COMMIT = 0x00
-XLOG_XACT_ABORT = 0x20
-XLOG_XACT_ASSIGNMENT = 0x50
-XLOG_XACT_HAS_INFO = 0x80
-XACT_XINFO_HAS_DBINFO = 1 << 0
-XACT_XINFO_HAS_SUBXACTS = 1 << 1
-XLOG_HEAP_INSERT = 0x00
-XLOG_HEAP_DELETE = 0x10
-XLOG_HEAP_INIT_PAGE = 0x80
-XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
-XLH_DELETE_CONTAINS_OLD_KEY = 1 << 2
-HEAP_HASNULL = 0x0001
-HEAP_HASVARWIDTH = 0x0002
-HEAP_XMAX_INVALID = 0x0800
-DEFAULTTABLESPACE_OID = 1663
-
-
-def _maxalign(n: int) -> int:
-    return (n + 7) & ~7
 
 
 class Blk:
@@ -289,7 +289,7 @@ class WalBuilder:
             origin=origin, toplevel_xid=toplevel_xid, corrupt_crc=corrupt_crc,
         )
         self._write(rec)
-        self.pos = _maxalign(self.pos)
+        self.pos = maxalign(self.pos)
         self.prev = lsn
         self.lsns.append(lsn)
         self.end_lsns.append(self.pos)
@@ -463,7 +463,7 @@ def form_heap_tuple(columns: Sequence[Tuple[int, str, Optional[bytes]]],
             if d is not None:
                 bits[i // 8] |= 1 << (i % 8)
         bitmap = bytes(bits)
-    hoff = _maxalign(SizeofHeapTupleHeader + len(bitmap))
+    hoff = maxalign(SizeofHeapTupleHeader + len(bitmap))
     data = bytearray()
     for attlen, attalign, datum in columns:
         if datum is None:
