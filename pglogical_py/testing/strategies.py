@@ -40,6 +40,8 @@ INVARIANTS
 
 from __future__ import annotations
 
+import os
+import struct
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -53,6 +55,7 @@ from .walbuilder import (
     RM_XACT_ID,
     RM_XLOG_ID,
     XLOG_BLCKSZ,
+    Blk,
     WalBuilder,
     form_heap_tuple,
     heap_insert,
@@ -238,8 +241,6 @@ def wal_records(min_size: int = 0, max_size: int = 3 * XLOG_BLCKSZ,
 
 
 def _write(w: WalBuilder, spec: RecordSpec) -> int:
-    from .walbuilder import Blk
-
     blocks = () if spec.block_data is None else (Blk(0, blkno=7, data=spec.block_data),)
     return w.add(rmid=spec.rmid, info=spec.info, xid=spec.xid, main_data=spec.main_data,
                  blocks=blocks)
@@ -352,8 +353,6 @@ class Workload:
 
 def _load_catalog(major: int) -> Any:
     """The ``basic`` fixture's catalog (a checkout's fixtures/pgNN/basic)."""
-    import os
-
     from ..catalog.snapshot import CatalogSnapshot
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -369,8 +368,6 @@ _CATALOGS: Dict[Tuple[Any, ...], Any] = {}
 
 def _text_datum_columns(rel: Any, key: int, text: bytes) -> List[Tuple[int, str,
                                                                         Optional[bytes]]]:
-    import struct
-
     cols: List[Tuple[int, str, Optional[bytes]]] = []
     for a in rel.tupdesc:
         if a.atttypid == 23:
@@ -395,11 +392,10 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
     segment's last page, an XLOG_NOOP of up to a page after the RUNNING_XACTS, so
     that the transactions cross into the next segment.  Text values are 0 to
     ``max_text`` bytes (inline, as PostgreSQL stores them under
-    TOAST_TUPLE_THRESHOLD).  With ``assignments`` an
-    XACT_ASSIGNMENT record sometimes repeats assignments already made (as a server
-    with more than 64 subxacts logs).  ``catalog`` is a CatalogSnapshot (default: the
-    ``basic`` fixture's for ``major``); ``relation`` names a table of it with an int4
-    and a text column.
+    TOAST_TUPLE_THRESHOLD).  With ``assignments`` an XACT_ASSIGNMENT record sometimes
+    repeats assignments already made (as a server with more than 64 subxacts logs).
+    ``catalog`` is a CatalogSnapshot (default: the ``basic`` fixture's for ``major``);
+    ``relation`` names a table of it with exactly an int4 and a text column.
     """
     _check_int("max_transactions", max_transactions, 1, 1000)
     _check_int("max_subxacts", max_subxacts, 0, 1000)
@@ -425,7 +421,7 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
             cat = catalog if catalog is not None else _load_catalog(m)
             rel = cat.relation_by_name(*relation)
             kinds = sorted(a.atttypid for a in rel.tupdesc if not a.attisdropped)
-            if kinds != [23, 25]:
+            if kinds != [23, 25] or len(rel.tupdesc) != 2:
                 raise InvalidArgument(f"relation {relation} is not (int4, text): {kinds}")
             got = _CATALOGS[key] = (cat, rel)
         return got
