@@ -323,7 +323,7 @@ def model_rows(wl: Any, start_lsn: int) -> List[Tuple[int, int, str, int]]:
     for r in wl.records[1:]:
         if r.top:
             first.setdefault(r.top, r.lsn)
-        if r.kind == "insert":
+        if r.kind in ("insert", "delete"):
             changed.add(r.top)
     out: List[Tuple[int, int, str, int]] = []
     for c in wl.records:
@@ -331,13 +331,14 @@ def model_rows(wl: Any, start_lsn: int) -> List[Tuple[int, int, str, int]]:
             continue
         members = {c.top} | set(c.subxacts)
         out.append((first[c.top], c.top, "BEGIN", 0))
-        out += sorted((r.lsn, c.top, "INSERT", r.key) for r in wl.records
-                      if r.kind == "insert" and r.top == c.top and r.xid in members)
+        out += sorted((r.lsn, c.top, r.kind.upper(), r.key) for r in wl.records
+                      if r.kind in ("insert", "delete") and r.top == c.top
+                      and r.xid in members)
         out.append((c.end_lsn, c.top, "COMMIT", 0))
     return out
 
 
-_KEY = re.compile(rb"^table public\.sub: INSERT: id\[integer\]:(\d+) ")
+_KEY = re.compile(rb"^table public\.sub: (INSERT|DELETE): id\[integer\]:(\d+)")
 
 
 def decode_rows(wl: Any, start_lsn: int) -> List[Tuple[int, int, str, int]]:
@@ -357,7 +358,7 @@ def decode_rows(wl: Any, start_lsn: int) -> List[Tuple[int, int, str, int]]:
         else:
             m = _KEY.match(data)
             assert m is not None, data
-            rows.append((lsn, xid, "INSERT", int(m.group(1))))
+            rows.append((lsn, xid, m.group(1).decode(), int(m.group(2))))
 
     ctx = LogicalDecodingContext(TestDecoding(), wl.catalog, database=wl.database,
                                  start_lsn=start_lsn, sink=sink, major=wl.major)
@@ -380,8 +381,8 @@ def test_decoding_follows_postgresql_lsn_rules(wl: Any) -> None:
     commits = [r for r in got if r[2] == "COMMIT"]
     assert [c[0] for c in commits] == sorted(c[0] for c in commits)
     for lsn, _xid, kind, _key in got:
-        if kind == "INSERT":
-            assert any(r.lsn == lsn and r.kind == "insert" for r in wl.records)
+        if kind != "BEGIN" and kind != "COMMIT":
+            assert any(r.lsn == lsn and r.kind == kind.lower() for r in wl.records)
 
 
 @DECODING
@@ -452,8 +453,9 @@ def workload_from_wal(records: List[Any], restart: int, relfilenode: int) -> Lis
             body = parse_body(rec)
             assert not body.xids and body.oldest_running_xid == body.next_xid
             kind = "running_xacts"
-        elif rec.rmid == 10 and op == 0 and rec.blocks and rec.blocks[0].rel == relfilenode:
-            kind = "insert"
+        elif (rec.rmid == 10 and op in (0x00, 0x10) and rec.blocks
+              and rec.blocks[0].rel == relfilenode):
+            kind = "insert" if op == 0x00 else "delete"
         elif rec.rmid == 1 and op in (0x00, 0x20):
             subs = tuple(parse_body(rec).subxacts)
             for s in subs:
@@ -469,11 +471,13 @@ def workload_from_wal(records: List[Any], restart: int, relfilenode: int) -> Lis
 
 @st.composite
 def sql_transactions(draw: Any) -> List[List[str]]:
-    """A few transactions as statement lists: inserts, savepoints released or rolled back,
-    COMMIT or ROLLBACK, some with no change (txid_current() only)."""
+    """A few transactions as statement lists: inserts, deletes of rows inserted before
+    (negative ids), savepoints released or rolled back, COMMIT or ROLLBACK, some with no
+    change (txid_current() only).  Every statement touches its own row: no session
+    waits for another."""
     key = [0]
     txns: List[List[str]] = []
-    for t in range(draw(st.integers(1, 4))):
+    for _t in range(draw(st.integers(1, 4))):
         stmts = ["BEGIN"]
         if draw(st.integers(0, 4)) == 0:
             stmts.append("SELECT txid_current()")
@@ -483,9 +487,11 @@ def sql_transactions(draw: Any) -> List[List[str]]:
                 stmts.append("SAVEPOINT s%d" % s)
             for _ in range(draw(st.integers(0 if not sub else 1, 3))):
                 key[0] += 1
+                if draw(st.integers(0, 4)) == 0:  # one of the rows from before the slot
+                    stmts.append("DELETE FROM lp_t WHERE id = %d" % -key[0])
+                    continue
                 n = draw(st.sampled_from([3, 200, 1500]))
-                stmts.append("INSERT INTO lp_t VALUES (%d, repeat('x', %d))" % (key[0] + 1000 * t,
-                                                                              n))
+                stmts.append("INSERT INTO lp_t VALUES (%d, repeat('x', %d))" % (key[0], n))
             if sub:
                 stmts.append(("RELEASE SAVEPOINT s%d" if draw(st.booleans())
                               else "ROLLBACK TO SAVEPOINT s%d") % s)
@@ -523,6 +529,7 @@ def test_model_matches_postgresql_peek(live_server: Any) -> None:
         """Run ``txns`` in their own sessions, one statement at a time in ``order``;
         PostgreSQL's rows, checked against the model on the server's WAL."""
         admin.execute("TRUNCATE lp_t")  # a new relfilenode
+        admin.execute("INSERT INTO lp_t SELECT -g, 'old' FROM generate_series(1, 100) g")
         relfilenode = int(admin.execute("SELECT pg_relation_filenode('lp_t')").fetchone()[0])
         _live.recreate_slot(admin, LIVE_SLOT)
         conns = [srv.connect() for _ in txns]
@@ -538,9 +545,10 @@ def test_model_matches_postgresql_peek(live_server: Any) -> None:
         restart, confirmed, flush = _live.slot_lsns(admin, LIVE_SLOT)
         srv.wait_flush(flush)
         rows = _live.peek_rows(admin, LIVE_SLOT, flush, "1", "0")
-        got = [(parse_lsn(lsn), int(xid), bytes(d).split(b" ")[0].decode()) for lsn, xid, d
+        got = [(parse_lsn(lsn), int(xid), bytes(d).split(b" ")[0].decode()) if not
+               bytes(d).startswith(b"table ") else
+               (parse_lsn(lsn), int(xid), bytes(d).split(b": ")[1].decode()) for lsn, xid, d
                in rows]
-        got = [(lsn, xid, "INSERT" if k == "table" else k) for lsn, xid, k in got]
         segs = iter_segments(str(srv.pg_wal_dir), start_lsn=parse_lsn(restart))
         recs = list(XLogReader(segs, start_lsn=parse_lsn(restart), end_lsn=parse_lsn(flush)))
         wl = workload_from_wal(recs, parse_lsn(restart), relfilenode)
@@ -567,20 +575,24 @@ def test_model_matches_postgresql_peek(live_server: Any) -> None:
         ["BEGIN", "SAVEPOINT a", "INSERT INTO lp_t VALUES (21, 'f')",
          "ROLLBACK TO SAVEPOINT a", "COMMIT"],
         ["BEGIN", "SELECT txid_current()", "COMMIT"],
-        ["BEGIN", "INSERT INTO lp_t VALUES (41, 'g')", "ROLLBACK"],
+        ["BEGIN", "INSERT INTO lp_t VALUES (41, 'g')", "DELETE FROM lp_t WHERE id = -1",
+         "ROLLBACK"],
+        ["BEGIN", "DELETE FROM lp_t WHERE id = -2", "SAVEPOINT a",
+         "DELETE FROM lp_t WHERE id = -3", "RELEASE SAVEPOINT a", "COMMIT"],
     ]
     # round robin, the second transaction first: its subtransaction writes before the
     # first transaction's first insert
     order = []
     pos = [0] * len(fixed)
     while any(p < len(t) for p, t in zip(pos, fixed)):
-        for i in (1, 0, 2, 3, 4):
+        for i in (1, 0, 2, 3, 4, 5):
             if pos[i] < len(fixed[i]):
                 order.append(i)
                 pos[i] += 1
     got = run(fixed, order)
     kinds = [k for _lsn, _xid, k in got]
-    assert kinds.count("BEGIN") == 3 and kinds.count("INSERT") == 4
+    assert kinds.count("BEGIN") == 4 and kinds.count("INSERT") == 4
+    assert kinds.count("DELETE") == 2
     assert any(a == "BEGIN" and b == "COMMIT" for a, b in zip(kinds, kinds[1:]))
 
     @_live.live_settings("PGLOGICAL_LSN_LIVE_EXAMPLES", 8)

@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ..lsn import FirstNormalTransactionId
+from ..wal.rmgr.heap import XLHL_KEYS_UPDATED
 from .walbuilder import (
     RM_HEAP_ID,
     RM_STANDBY_ID,
@@ -58,6 +59,7 @@ from .walbuilder import (
     Blk,
     WalBuilder,
     form_heap_tuple,
+    heap_delete,
     heap_insert,
     running_xacts,
     xact_abort,
@@ -83,6 +85,8 @@ MAX_XID = (1 << 32) - 1
 MAJORS = (15, 16, 17, 18)
 #: xact_time of the synthetic commits (2026-01-01 in PostgreSQL's epoch, microseconds)
 XACT_TIME = 820_454_400_000_000
+#: keys of the rows ``workloads`` deletes start above this (rows from before its WAL)
+DELETED_KEYS = 1_000_000
 #: the largest text value ``workloads`` writes: its tuple stays under
 #: TOAST_TUPLE_THRESHOLD (~2032 bytes), so PostgreSQL would store it inline too
 MAX_TEXT = 2000
@@ -310,11 +314,12 @@ def segments(min_records: int = 1, max_records: int = 30, major: Optional[int] =
 @dataclass(frozen=True)
 class WorkloadRecord:
     """One record of a workload.  ``kind``: ``running_xacts``, ``noop`` (XLOG_NOOP
-    filler, decoding ignores it), ``insert``,
+    filler, decoding ignores it), ``insert``, ``delete``,
     ``assignment``, ``subabort`` (ROLLBACK TO SAVEPOINT), ``commit``, ``abort``.
     ``xid`` is the record's xid, ``top`` the top-level xid it belongs to (0 for
     running_xacts), ``toplevel_xid`` the XLR_BLOCK_ID_TOPLEVEL_XID it carries (0: none),
-    ``subxacts`` what a commit / abort / assignment lists, ``key`` an insert's id."""
+    ``subxacts`` what a commit / abort / assignment lists, ``key`` the id an insert
+    or delete writes."""
 
     lsn: int
     end_lsn: int
@@ -366,8 +371,8 @@ def _load_catalog(major: int) -> Any:
 _CATALOGS: Dict[Tuple[Any, ...], Any] = {}
 
 
-def _text_datum_columns(rel: Any, key: int, text: bytes) -> List[Tuple[int, str,
-                                                                        Optional[bytes]]]:
+def _text_datum_columns(rel: Any, key: int, text: Optional[bytes]
+                        ) -> List[Tuple[int, str, Optional[bytes]]]:
     cols: List[Tuple[int, str, Optional[bytes]]] = []
     for a in rel.tupdesc:
         if a.atttypid == 23:
@@ -381,7 +386,7 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
               max_text: int = MAX_TEXT, major: Optional[int] = None, catalog: Any = None,
               relation: Tuple[str, str] = ("public", "sub"),
               near_segment_end: bool = True, assignments: bool = True,
-              ) -> st.SearchStrategy[Workload]:
+              deletes: bool = True) -> st.SearchStrategy[Workload]:
     """Interleaved transactions on one ``(int4, text)`` relation, as WAL.
 
     Up to ``max_transactions`` top-level transactions, each with up to ``max_changes``
@@ -395,7 +400,9 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
     TOAST_TUPLE_THRESHOLD).  With ``assignments`` an XACT_ASSIGNMENT record sometimes
     repeats assignments already made (as a server with more than 64 subxacts logs).
     ``catalog`` is a CatalogSnapshot (default: the ``basic`` fixture's for ``major``);
-    ``relation`` names a table of it with exactly an int4 and a text column.
+    ``relation`` names a table of it with exactly an int4 and a text column, the int4
+    its replica identity.  With ``deletes`` some changes are DELETEs (old key logged)
+    of rows from before the WAL, keys above ``DELETED_KEYS``.
     """
     _check_int("max_transactions", max_transactions, 1, 1000)
     _check_int("max_subxacts", max_subxacts, 0, 1000)
@@ -406,7 +413,8 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
     if catalog is not None and major is None:
         major = int(getattr(catalog, "major", 0) or 0)
         _check_major(major)
-    for name, flag in (("near_segment_end", near_segment_end), ("assignments", assignments)):
+    for name, flag in (("near_segment_end", near_segment_end), ("assignments", assignments),
+                       ("deletes", deletes)):
         if not isinstance(flag, bool):
             raise InvalidArgument(f"{name}={flag!r} must be a bool")
     if (not isinstance(relation, tuple) or len(relation) != 2
@@ -429,7 +437,8 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
     if catalog is not None and major is not None:
         resolve(major)  # eager: a wrong relation fails at the call
 
-    # one transaction's plan: ops of ("insert", sub) / ("end_sub", sub) and its end
+    # one transaction's plan: ops of ("insert", sub) (a change: INSERT or DELETE) /
+    # ("end_sub", sub) and its end
     @st.composite
     def plan(draw: st.DrawFn) -> Tuple[List[Tuple[str, int]], str]:
         ops: List[Tuple[str, int]] = []
@@ -478,6 +487,7 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
         committed_subs: List[List[int]] = [[] for _ in plans]
         step = [0] * len(plans)
         key = [0]
+        gone = [DELETED_KEYS]
         blk = [0, 0]  # block number, next offset
 
         def assign() -> int:
@@ -509,18 +519,28 @@ def workloads(max_transactions: int = 6, max_subxacts: int = 3, max_changes: int
                         # its first record carries the top-level xid
                         xid = sub_xid[t][s] = assign()
                         toplevel = top
-                    key[0] += 1
-                    n = draw(st.one_of(st.integers(0, 40), st.integers(0, max_text)))
-                    text = _payload(n, key[0] % 200 + 33)[:n]
-                    text = bytes(33 + b % 90 for b in text)  # printable ASCII
-                    init = blk[1] == 0 or blk[1] >= 40
-                    if init:
-                        blk[0] += 1 if blk[1] else 0
-                        blk[1] = 0
-                    blk[1] += 1
-                    tup = form_heap_tuple(_text_datum_columns(rel, key[0], text))
-                    put(heap_insert(loc, blk[0], blk[1], tup, init_page=init), RM_HEAP_ID,
-                        xid, "insert", top, toplevel, key=key[0])
+                    if deletes and draw(st.integers(0, 4)) == 0:
+                        # DELETE of a row from before the WAL (keys the workload never
+                        # inserts): xl_heap_delete with the old key (replica identity)
+                        gone[0] += 1
+                        old = form_heap_tuple(_text_datum_columns(rel, gone[0], None),
+                                              for_insert=False)
+                        put(heap_delete(loc, 0, 1 + gone[0] % 200, xid, old,
+                                        infobits_set=XLHL_KEYS_UPDATED),
+                            RM_HEAP_ID, xid, "delete", top, toplevel, key=gone[0])
+                    else:
+                        key[0] += 1
+                        n = draw(st.one_of(st.integers(0, 40), st.integers(0, max_text)))
+                        text = _payload(n, key[0] % 200 + 33)[:n]
+                        text = bytes(33 + b % 90 for b in text)  # printable ASCII
+                        init = blk[1] == 0 or blk[1] >= 40
+                        if init:
+                            blk[0] += 1 if blk[1] else 0
+                            blk[1] = 0
+                        blk[1] += 1
+                        tup = form_heap_tuple(_text_datum_columns(rel, key[0], text))
+                        put(heap_insert(loc, blk[0], blk[1], tup, init_page=init),
+                            RM_HEAP_ID, xid, "insert", top, toplevel, key=key[0])
                     if (assignments and toplevel == 0 and s >= 0
                             and draw(st.integers(0, 9)) == 0):
                         subs = sorted(sub_xid[t].values())
