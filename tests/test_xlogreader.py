@@ -1,8 +1,8 @@
 """pglogical_py.wal.xlogreader on synthetic WAL (edge cases) and on real fixture WAL.
 
-The synthetic segments are written by ``WalBuilder`` below, which follows
-XLogInsertRecord / CopyXLogRecordToWAL / AdvanceXLInsertBuffer: records MAXALIGNed,
-headers allowed to split across pages, continuation pages flagged
+The synthetic segments are written by ``pglogical_py.testing.walbuilder.WalBuilder``,
+which follows XLogInsertRecord / CopyXLogRecordToWAL / AdvanceXLInsertBuffer: records
+MAXALIGNed, headers allowed to split across pages, continuation pages flagged
 XLP_FIRST_IS_CONTRECORD with ``xlp_rem_len``, a long header on each segment's first
 page, XLOG SWITCH filling the rest of the segment.  Real-WAL tests use the fixtures
 captured from PostgreSQL servers (see test_corpus_records.py for record-for-record
@@ -15,7 +15,7 @@ import gzip
 import os
 import struct
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import pytest
 
@@ -30,247 +30,15 @@ from pglogical_py.errors import (
     WalVersionError,
 )
 from pglogical_py.lsn import format_lsn
-from pglogical_py.wal.crc32c import crc32c
+from pglogical_py.testing.walbuilder import SYSID, XLOG_BLCKSZ, Blk, WalBuilder
 from pglogical_py.wal.records import BKPIMAGE_APPLY, BLCKSZ
 from pglogical_py.wal.xlogreader import (
-    XLOG_PAGE_MAGIC,
     XLogReader,
     parse_wal_file_name,
     wal_file_name,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-XLOG_BLCKSZ = 8192
-SYSID = 7300000000000000001
-
-
-# ---------------------------------------------------------------------------
-# a small WAL writer
-# ---------------------------------------------------------------------------
-
-
-class Blk:
-    """A block reference to write: XLogRecordBlockHeader and what follows it."""
-
-    def __init__(
-        self,
-        block_id: int,
-        rel: Tuple[int, int, int] = (1663, 5, 16384),
-        blkno: int = 0,
-        fork: int = 0,
-        data: bytes = b"",
-        image: Optional[bytes] = None,
-        hole: Tuple[int, int] = (0, 0),
-        bimg_info: Optional[int] = None,
-        same_rel: bool = False,
-        will_init: bool = False,
-    ) -> None:
-        self.block_id = block_id
-        self.rel = rel
-        self.blkno = blkno
-        self.fork = fork
-        self.data = data
-        self.image = image
-        self.hole = hole
-        self.bimg_info = bimg_info
-        self.same_rel = same_rel
-        self.will_init = will_init
-
-
-def encode_record(
-    rmid: int,
-    info: int,
-    xid: int,
-    prev: int,
-    main_data: bytes = b"",
-    blocks: Sequence[Blk] = (),
-    origin: Optional[int] = None,
-    toplevel_xid: Optional[int] = None,
-    corrupt_crc: bool = False,
-) -> bytes:
-    """XLogRecordAssemble + the CRC of XLogInsertRecord: one record's bytes."""
-    hdrs = bytearray()
-    payload = bytearray()
-    for b in blocks:
-        flags = b.fork
-        if b.image is not None:
-            flags |= 0x10
-        if b.data:
-            flags |= 0x20
-        if b.will_init:
-            flags |= 0x40
-        if b.same_rel:
-            flags |= 0x80
-        hdrs += struct.pack("<BBH", b.block_id, flags, len(b.data))
-        if b.image is not None:
-            info_bits = b.bimg_info if b.bimg_info is not None else BKPIMAGE_APPLY
-            hdrs += struct.pack("<HHB", len(b.image), b.hole[0], info_bits)
-            if info_bits & 0x1C and info_bits & 0x01:
-                hdrs += struct.pack("<H", b.hole[1])
-            payload += b.image
-        if not b.same_rel:
-            hdrs += struct.pack("<III", *b.rel)
-        hdrs += struct.pack("<I", b.blkno)
-        payload += b.data
-    if origin is not None:
-        hdrs += struct.pack("<BH", 253, origin)
-    if toplevel_xid is not None:
-        hdrs += struct.pack("<BI", 252, toplevel_xid)
-    if main_data:
-        if len(main_data) < 256:
-            hdrs += struct.pack("<BB", 255, len(main_data))
-        else:
-            hdrs += struct.pack("<BI", 254, len(main_data))
-    body = bytes(hdrs) + bytes(payload) + main_data
-    tot_len = 24 + len(body)
-    head = struct.pack("<IIQBBxx", tot_len, xid, prev, info, rmid)
-    crc = crc32c(head, crc32c(body))
-    if corrupt_crc:
-        crc ^= 0x1
-    return head + struct.pack("<I", crc) + body
-
-
-class WalBuilder:
-    """Writes records into in-memory segments the way the server lays them out."""
-
-    def __init__(
-        self,
-        seg_size: int = 1 << 20,
-        major: int = 15,
-        start_segno: int = 1,
-        tli: int = 1,
-        sysid: int = SYSID,
-    ) -> None:
-        self.seg_size = seg_size
-        self.magic = XLOG_PAGE_MAGIC[major]
-        self.tli = tli
-        self.sysid = sysid
-        self.segs: Dict[int, bytearray] = {}
-        self.pos = start_segno * seg_size  # next byte to write (an LSN)
-        self.prev = 0
-        self.lsns: List[int] = []
-        self.records: List[bytes] = []
-        self._page_flags_next = 0
-        self._start_page(self.pos)
-        self.pos += 40
-
-    # -- pages ---------------------------------------------------------------
-
-    def _buf(self, lsn: int) -> Tuple[bytearray, int]:
-        segno = lsn // self.seg_size
-        seg = self.segs.get(segno)
-        if seg is None:
-            seg = self.segs[segno] = bytearray(self.seg_size)
-        return seg, lsn % self.seg_size
-
-    def _start_page(self, page: int, rem_len: int = 0) -> int:
-        buf, off = self._buf(page)
-        info = self._page_flags_next
-        self._page_flags_next = 0
-        if rem_len:
-            info |= 0x0001
-        if off == 0:
-            info |= 0x0002
-            struct.pack_into("<HHIQI", buf, off, self.magic, info, self.tli, page, rem_len)
-            struct.pack_into("<QII", buf, off + 24, self.sysid, self.seg_size, XLOG_BLCKSZ)
-            return 40
-        struct.pack_into("<HHIQI", buf, off, self.magic, info, self.tli, page, rem_len)
-        return 24
-
-    def _write(self, data: bytes) -> None:
-        """CopyXLogRecordToWAL: copy, starting continuation pages as needed."""
-        i = 0
-        n = len(data)
-        while i < n:
-            if self.pos % XLOG_BLCKSZ == 0:
-                self.pos += self._start_page(self.pos, n - i if i else 0)
-            page_end = self.pos - self.pos % XLOG_BLCKSZ + XLOG_BLCKSZ
-            chunk = min(n - i, page_end - self.pos)
-            buf, off = self._buf(self.pos)
-            buf[off : off + chunk] = data[i : i + chunk]
-            self.pos += chunk
-            i += chunk
-
-    # -- records -------------------------------------------------------------
-
-    def add(
-        self,
-        rmid: int = 10,
-        info: int = 0,
-        xid: int = 0,
-        main_data: bytes = b"",
-        blocks: Sequence[Blk] = (),
-        prev: Optional[int] = None,
-        **kw: object,
-    ) -> int:
-        """Append one record; returns its LSN."""
-        if self.pos % XLOG_BLCKSZ == 0:
-            self.pos += self._start_page(self.pos)
-        lsn = self.pos
-        rec = encode_record(
-            rmid, info, xid, self.prev if prev is None else prev, main_data, blocks, **kw
-        )  # type: ignore[arg-type]
-        self._write(rec)
-        self.pos = (self.pos + 7) & ~7
-        self.prev = lsn
-        self.lsns.append(lsn)
-        self.records.append(rec)
-        return lsn
-
-    def switch(self) -> int:
-        """XLOG SWITCH: the rest of the segment becomes pages with headers only."""
-        lsn = self.add(rmid=0, info=0x40)
-        nxt = (self.pos + self.seg_size - 1) // self.seg_size * self.seg_size
-        page = (self.pos + XLOG_BLCKSZ - 1) // XLOG_BLCKSZ * XLOG_BLCKSZ
-        while page < nxt:
-            self._start_page(page)
-            page += XLOG_BLCKSZ
-        self.pos = nxt
-        return lsn
-
-    def pad_to_page_end(self, leave: int) -> None:
-        """Add records so that exactly ``leave`` bytes (a multiple of 8) stay on the page."""
-        while True:
-            off = self.pos % XLOG_BLCKSZ
-            room = XLOG_BLCKSZ - off if off else XLOG_BLCKSZ - 24
-            want = room - leave
-            if want == 0:
-                return
-            if want < 32:
-                self.add(main_data=b"x" * room)  # cross into the next page, retry
-                continue
-            n = want - 26 if want - 26 < 256 else want - 29
-            self.add(main_data=b"q" * n)
-            assert XLOG_BLCKSZ - self.pos % XLOG_BLCKSZ == leave or (
-                leave == 0 and self.pos % XLOG_BLCKSZ == 0
-            )
-            return
-
-    def abort_record(self, tot_len: int) -> int:
-        """A record whose continuation was never written; the next page overwrites it.
-
-        Writes the first fragment of a ``tot_len`` record to the end of the current
-        page and flags the next page XLP_FIRST_IS_OVERWRITE_CONTRECORD, as recovery
-        does (the next ``add`` should be XLOG_OVERWRITE_CONTRECORD).
-        """
-        if self.pos % XLOG_BLCKSZ == 0:
-            self.pos += self._start_page(self.pos)
-        lsn = self.pos
-        rec = encode_record(10, 0, 0, self.prev, main_data=b"A" * (tot_len - 24 - 5))
-        room = XLOG_BLCKSZ - self.pos % XLOG_BLCKSZ
-        assert len(rec) > room
-        buf, off = self._buf(self.pos)
-        buf[off : off + room] = rec[:room]
-        self.pos += room
-        self._page_flags_next = 0x0008
-        return lsn
-
-    def segments(self, upto: Optional[int] = None) -> List[Tuple[str, bytes]]:
-        return [
-            (wal_file_name(self.tli, s, self.seg_size), bytes(self.segs[s]))
-            for s in sorted(self.segs)
-            if upto is None or s <= upto
-        ]
 
 
 def read_all(segs: List[Tuple[str, bytes]], **kw: object) -> Tuple[XLogReader, list]:
