@@ -270,3 +270,57 @@ def test_fixture_physical_catalog_equals_json_export(fixture: Path) -> None:
     if not fixture.name.startswith("ddl"):
         assert assert_same_catalog(pc.catalog_at(HistoricSnapshot(x, x)), ref, user_only=True)
     assert pc.clog.status_name(x - 1) in ("committed", "aborted")
+
+
+def _snapshots(pc: PhysicalCatalog, base: int) -> list:  # type: ignore[type-arg]
+    """Historic snapshots over the xids of the catalog's versions, xmin rising (with one
+    older snapshot in between, as a long transaction's base snapshot is)."""
+    xids = sorted({x for name in pc.layouts for tv in pc.versions(name)
+                   for x in (tv.header.t_xmin, tv.header.t_xmax) if x >= base})
+    out = []
+    for i, xmin in enumerate(xids[::max(1, len(xids) // 12)] + [xids[-1] + 1]):
+        xmax = xmin + 7
+        xip = [x for x in range(xmin, xmax) if pc.clog.did_commit(x)]
+        own = [x for x in range(xmin, xmax) if x not in xip][:1] if i % 3 == 0 else []
+        out.append(HistoricSnapshot(xmin, xmax, xip=xip, subxip=own, curcid=2,
+                                    tuplecids=TupleCids()))
+        if i == 4:
+            out.append(HistoricSnapshot(base, base + 3, xip=[]))
+    # a transaction's own catalog changes, its xid at or after the snapshot's xmax (as
+    # when it began after the last xl_running_xacts): visible through their NEW_CIDs
+    # (first: each raises the horizon; a snapshot before the horizon is not classified)
+    own_snaps = []
+    for x in xids[::max(1, len(xids) // 4)]:
+        tc = TupleCids()
+        for name in pc.layouts:
+            for tv in pc.versions(name):
+                if tv.header.t_xmin == x:
+                    tc.add(*tv.key, 0, InvalidCommandId)
+        own_snaps.append(HistoricSnapshot(x - 3, x, xip=[], subxip=[x], curcid=1,
+                                          tuplecids=tc))
+    return own_snaps + out
+
+
+@pytest.mark.skipif(not PHYSICAL_FIXTURES, reason="no fixture has a physical catalog")
+@pytest.mark.parametrize("fixture", [p for p in PHYSICAL_FIXTURES if p.name.startswith("ddl")],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_rows_at_classified_equals_every_version_tested(fixture: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """rows_at tests only the versions whose visibility depends on the snapshot: for
+    snapshots with rising xmin (re-classified at each), an older one and ones with own
+    xids, its rows are those of HeapTupleSatisfiesHistoricMVCC over every version."""
+    slot = json.loads((fixture / "slot.json").read_text())
+    base = int(slot["catalog_xmin"])
+    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_VOLATILE", 1)
+    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_USES", 1)
+    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    snaps = _snapshots(pc, base)
+    assert len(snaps) >= 3
+    served = 0
+    for snap in snaps:
+        for name in ("pg_class", "pg_attribute", "pg_type", "pg_namespace"):
+            expected = [pc.row(tv) for tv in pc.versions(name) if pc.visible(tv, snap)]
+            got = pc.rows_at(name, snap)
+            assert [id(r) for r in got] == [id(r) for r in expected], (name, snap)
+            served += pc._heaps[name].classes is not None
+    assert served

@@ -120,13 +120,14 @@ from ..wal.bufpage import (
     HEAP_XMAX_INVALID,
     HEAP_XMAX_IS_MULTI,
     HEAP_XMIN_COMMITTED,
+    HEAP_XMIN_INVALID,
     LP_NORMAL,
     HeapPage,
     HeapTupleHeader,
 )
 from ._catalog_layouts import CATALOG_LAYOUTS, TOAST_COLUMNS, TYPE_LAYOUTS
 from ._files import FileAccess
-from .clog import Clog, MultiXacts
+from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
 from .relation import Attribute, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot
@@ -201,7 +202,8 @@ class TupleVersion:
 class _Heap:
     """One catalog relation's file and descriptor."""
 
-    __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions")
+    __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
+                 "horizon", "classes", "nvolatile", "uses")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -214,6 +216,13 @@ class _Heap:
             Attribute(i + 1, c[0], c[1], -1, c[2], c[3], c[4]) for i, c in enumerate(columns)])
         self.toast: Optional[_Heap] = None
         self.versions: Optional[List[TupleVersion]] = None
+        #: visibility classes of ``versions`` for snapshots whose xmin is not before
+        #: ``horizon`` (``_classify``): 0 invisible, 1 visible, else depends on the snapshot
+        self.horizon: Optional[int] = None
+        self.classes: Optional[List[int]] = None
+        self.nvolatile = 0
+        #: rows_at calls served by ``classes`` since they were computed
+        self.uses = 0
 
 
 class PhysicalCatalog:
@@ -641,10 +650,90 @@ class PhysicalCatalog:
     # -- catalog snapshots ---------------------------------------------------------------
 
     def rows_at(self, catalog: str, snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
-        """The rows of ``catalog`` visible to ``snapshot`` (None: latest committed)."""
+        """The rows of ``catalog`` visible to ``snapshot`` (None: latest committed).
+
+        Only the versions whose visibility depends on the snapshot are tested against
+        it (``_classify``); the others were classified once for every snapshot whose
+        xmin is not before the heap's horizon.
+        """
         heap = self._heaps[catalog]
-        return [self._deform_cached(heap, tv) for tv in self._load(heap)
-                if self.visible(tv, snapshot)]
+        versions = self._load(heap)
+        classes = None if snapshot is None else self._classes_for(heap, snapshot)
+        if classes is None:
+            return [self._deform_cached(heap, tv) for tv in versions
+                    if self.visible(tv, snapshot)]
+        out: List[Dict[str, Any]] = []
+        append = out.append
+        clog, multis = self.clog, self.multixacts
+        sxmax, own = snapshot.xmax, snapshot._subxip_set
+        for tv, c in zip(versions, classes):
+            if c == 0:
+                continue
+            if c != 1:
+                # c > 2 is an xmin at or after the horizon: unless it is one of the
+                # snapshot's own xids, from its xmax on it is invisible
+                # (TransactionIdPrecedes written out); else test the version
+                if c > 2 and (c - sxmax) & 0xFFFFFFFF < 0x80000000 and c not in own:
+                    continue
+                if not satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
+                    continue
+            append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+        return out
+
+    #: re-classify a heap at a later horizon once this many of its versions depend on
+    #: the snapshot and the classes served this many look-ups
+    RECLASSIFY_VOLATILE = 512
+    RECLASSIFY_USES = 8
+
+    def _classes_for(self, heap: _Heap, snapshot: HistoricSnapshot) -> Optional[List[int]]:
+        """The heap's visibility classes valid for ``snapshot``, or None (test every
+        version): computed at the snapshot's xmin the first time, and again at a later
+        xmin when many versions were left depending on the snapshot."""
+        xmin = snapshot.xmin
+        if not transaction_id_is_normal(xmin) or any(
+                not transaction_id_is_normal(x) or transaction_id_precedes(x, xmin)
+                for x in snapshot.subxip):
+            return None
+        h = heap.horizon
+        if h is not None and transaction_id_precedes(xmin, h):
+            return None  # an older snapshot (a long transaction's base snapshot)
+        if (heap.classes is None or (
+                h != xmin and heap.nvolatile >= self.RECLASSIFY_VOLATILE
+                and heap.uses >= self.RECLASSIFY_USES)):
+            heap.classes = [self._classify(tv, xmin) for tv in self._load(heap)]
+            heap.horizon = xmin
+            heap.nvolatile = len(heap.classes) - heap.classes.count(0) - heap.classes.count(1)
+            heap.uses = 0
+        heap.uses += 1
+        return heap.classes
+
+    def _classify(self, tv: TupleVersion, horizon: int) -> int:
+        """HeapTupleSatisfiesHistoricMVCC's answer for every historic snapshot whose
+        xmin is not before ``horizon`` and whose own xids are not either: 0 invisible,
+        1 visible, 2 it depends on the snapshot, or the version's xmin (a normal xid,
+        so above 2) when that is at or after the horizon.  An xmin / xmax before the horizon is
+        before every such snapshot's xmin and none of its own xids, so its test is the
+        commit log's, the same for all of them."""
+        h = tv.header
+        infomask = h.t_infomask
+        if (infomask & HEAP_XMIN_FROZEN) == HEAP_XMIN_INVALID:
+            return 0
+        if (infomask & HEAP_XMIN_FROZEN) != HEAP_XMIN_FROZEN:
+            xmin = h.t_xmin
+            if not transaction_id_precedes(xmin, horizon):
+                return xmin if transaction_id_is_normal(xmin) else 2
+            if not (infomask & HEAP_XMIN_COMMITTED) and not self.clog.did_commit(xmin):
+                return 0
+        if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
+            return 1
+        xmax = h.t_xmax
+        if infomask & HEAP_XMAX_IS_MULTI:
+            xmax = self.multixacts.update_xid(xmax) if self.multixacts is not None else 0
+        if not transaction_id_precedes(xmax, horizon):
+            return 2
+        if infomask & HEAP_XMAX_COMMITTED:
+            return 0
+        return 0 if self.clog.did_commit(xmax) else 1
 
     def catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
         """A CatalogSnapshot of the catalog as ``snapshot`` sees it (cached per key)."""
@@ -794,12 +883,20 @@ class PhysicalCatalog:
                 f"{self.datname!r})")
 
 
+#: the oid under which missing_value_text resolves an array type the catalog lacks
+_ANON_ARRAY = 0xFFFFFFFF
+
+
 def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
     """array_out of an attmissingval datum (payload without varlena header)."""
     from ..types.output import OutputSettings, make_type_info, output_function
 
+    extra: Dict[int, Any] = {}
+
     class _Hook:
         def type_info(self, oid: int) -> Any:
+            if oid in extra:
+                return extra[oid]
             if not cat.has_type(oid):
                 return None
             t = cat.type_info(oid)
@@ -819,9 +916,14 @@ def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
             return make_type_info(row, pg_enum=enums, pg_range=rng, pg_attribute=atts)
 
     t = cat.type_info(typid)
-    arr = t.typarray
-    if not arr:
-        raise CatalogError(f"type {typid} has no array type for its attmissingval")
+    # the datum is a one-element array of the column's type: of an array type too, whose
+    # own type has no array type (construct_array of an array, as ATExecAddColumn builds it)
+    arr = t.typarray or _ANON_ARRAY
+    if not t.typarray:
+        extra[_ANON_ARRAY] = make_type_info({
+            "oid": _ANON_ARRAY, "typname": "_" + t.typname, "typtype": "b", "typlen": -1,
+            "typbyval": False, "typalign": "d" if t.typalign == "d" else "i",
+            "typelem": typid, "typdelim": t.typdelim, "typoutput": "array_out"})
     fn = output_function(arr, OutputSettings(major=cat.major), _Hook())
     return fn(payload)
 
