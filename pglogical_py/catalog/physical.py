@@ -659,7 +659,7 @@ class PhysicalCatalog:
         heap = self._heaps[catalog]
         versions = self._load(heap)
         classes = None if snapshot is None else self._classes_for(heap, snapshot)
-        if classes is None:
+        if classes is None or snapshot is None:
             return [self._deform_cached(heap, tv) for tv in versions
                     if self.visible(tv, snapshot)]
         out: List[Dict[str, Any]] = []
