@@ -142,6 +142,36 @@ def test_compile_row_handles_percent_and_quotes() -> None:
     assert fnv is not None and fnv(t_null) == b" a%d[integer]:7 b[text]:null"
 
 
+def test_text_with_a_nul_is_printed_up_to_it() -> None:
+    """Text a C function built with a NUL byte (regress.c's test_bytea_to_text, in the
+    core regression suite's encoding test) prints as the C string textout returns:
+    PostgreSQL's peek of that suite's WAL shows ``'café'`` for ``café\0dcba``.  The
+    fused printer leaves such a value to the general path, which cuts it."""
+    from pglogical_py.catalog.relation import Attribute
+    from pglogical_py.types import output_function
+
+    textout = output_function(25)
+    assert textout("café\0dcba".encode()) == "café"
+    assert textout(b"\0") == "" and textout(b"plain") == "plain"
+    attrs = [Attribute(1, "b", 25, -1, -1, False, "i", "x")]
+    cols: List[Any] = [(" b[text]:", 25, None)]
+    handed: List[bytes] = []
+
+    def slow(t: bytes) -> bytes:
+        handed.append(t)
+        return b"general"
+
+    fn = td._compile_row(attrs, cols, False, None, {}, slow, slow)
+    assert fn is not None
+    # xl_heap_header (natts 1, no nulls, t_hoff 24), the pad byte to t_hoff, the varlena
+    short = bytes([1, 0, 0, 0, 24, 0]) + bytes([(6 << 1) | 1]) + b"ab\0cd"
+    assert fn(short) == b"general" and handed == [short]
+    long_ = bytes([1, 0, 0, 0, 24, 0]) + ((4 + 5) << 2).to_bytes(4, "little") + b"ab\0cd"
+    assert fn(long_) == b"general" and handed[-1] == long_
+    ok = bytes([1, 0, 0, 0, 24, 0]) + bytes([(6 << 1) | 1]) + b"abxcd"
+    assert fn(ok) == b" b[text]:'abxcd'"
+
+
 @pytest.mark.parametrize("concat", [False, True])
 def test_tsv_sink_batches_and_escapes(concat: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both tsv sink flavours (CPython: batch-wide escape check and one ``%``; PyPy:

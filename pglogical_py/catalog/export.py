@@ -193,6 +193,16 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
                     "SELECT row_to_json(t)::text FROM (SELECT x.oid, x.proname, "
                     f"x.pronamespace{sysc} FROM pg_catalog.pg_proc x ORDER BY x.oid) t"
                 )
+            elif cat == "pg_type":
+                # a type whose output function is an internal-language alias of a
+                # built-in one (CREATE FUNCTION f(...) AS 'int4out' LANGUAGE internal):
+                # fmgr calls the built-in prosrc names
+                sql = (
+                    "SELECT row_to_json(t)::text FROM (SELECT x.*, (SELECT p.prosrc FROM "
+                    "pg_catalog.pg_proc p WHERE p.oid = x.typoutput AND p.prolang = 12 "
+                    "AND p.prosrc <> p.proname::text) AS typoutput_src"
+                    f"{sysc} FROM pg_catalog.pg_type x ORDER BY x.oid) t"
+                )
             elif system_columns:
                 order = "" if cat in _NO_OID else " ORDER BY x.oid"
                 sql = (f"SELECT row_to_json(t)::text FROM (SELECT x.*{sysc} "

@@ -157,6 +157,7 @@ META_FILE = "catalog.meta.json"
 #: snapshot (each DDL commit, each command id of a decoded DDL transaction)
 DEFAULT_SNAPSHOT_CACHE_SIZE = 64
 RELSEG_SIZE = 131072  # blocks per 1 GB segment (md.c)
+INTERNALLANGUAGE_OID = 12  # pg_language 'internal'
 #: the catalogs read (those the JSON export has, plus what DDL decoding needs)
 CATALOGS = tuple(CATALOG_LAYOUTS[15])
 
@@ -589,6 +590,7 @@ class PhysicalCatalog:
         """regprocout: ``-`` for 0, the name (schema-qualified outside pg_catalog/public)."""
         if self._proc_names is None:
             self._proc_names = {}
+            self._proc_src = {}
             nsp = {int(r["oid"]): str(r["nspname"]) for r in self._latest_rows(
                 self._heaps["pg_namespace"])}
             for tv in self._load(self._heaps["pg_proc"]):
@@ -600,6 +602,9 @@ class PhysicalCatalog:
                 if ns not in ("pg_catalog", "public"):
                     name = f"{ns}.{name}"
                 self._proc_names[int(r["oid"])] = name
+                if int(r.get("prolang") or 0) == INTERNALLANGUAGE_OID and r.get("prosrc") \
+                        and r["prosrc"] != r["proname"]:
+                    self._proc_src[int(r["oid"])] = str(r["prosrc"])
         if oid == 0:
             return "-"
         return self._proc_names.get(oid, str(oid))
@@ -609,6 +614,11 @@ class PhysicalCatalog:
             base = k[:-4]
             if base in row and isinstance(row[base], int):
                 row[base] = self.proc_name(row[k])
+                if base == "typoutput":
+                    # an internal-language alias runs the built-in its prosrc names
+                    src = self._proc_src.get(row[k])
+                    if src:
+                        row["typoutput_src"] = src
 
     # -- visibility ------------------------------------------------------------------------
 

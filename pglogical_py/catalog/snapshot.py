@@ -177,6 +177,7 @@ class TypeInfo:
         "typrelid",
         "typdelim",
         "typoutput",
+        "typoutput_src",
         "typsubscript",
         "typcategory",
         "typmodout",
@@ -203,6 +204,9 @@ class TypeInfo:
         self.typdelim: str = row.get("typdelim") or ","
         #: regproc as text, e.g. ``int4out``
         self.typoutput: str = _regproc(row.get("typoutput"))
+        #: the built-in function an internal-language ``typoutput`` runs (its prosrc),
+        #: when that is not its own name; "" otherwise
+        self.typoutput_src: str = str(row.get("typoutput_src") or "")
         #: regproc as text (PG14+), ``-`` when none
         self.typsubscript: str = _regproc(row.get("typsubscript"))
         self.typcategory: str = row.get("typcategory") or ""

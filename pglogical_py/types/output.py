@@ -193,7 +193,7 @@ def catalog_type_info(catalog: Any, typoid: int) -> Optional[TypeInfo]:
         typbasetype=int(getattr(t, "typbasetype", 0) or 0), typrelid=typrelid,
         rngsubtype=int(getattr(t, "rngsubtype", 0) or getattr(t, "range_subtype", 0) or 0),
         rngtypid=int(getattr(t, "rngtypid", 0) or rngtypid),
-        typoutput=str(getattr(t, "typoutput", "") or ""),
+        typoutput=str(getattr(t, "typoutput_src", "") or getattr(t, "typoutput", "") or ""),
         enum_labels=_labels(getattr(t, "enum_labels", None)),
         attributes=attributes,
     )

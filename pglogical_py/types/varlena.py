@@ -2,10 +2,12 @@
 
 Mirrors: ``textout``, ``varcharout``, ``bpcharout``, ``byteaout``, ``json_out``,
 ``xml_out``, ``pg_node_tree_out`` (all but bytea and xml print the stored bytes as they
-are).  ``xml_out`` (xml_out_internal with target encoding 0) re-writes a leading XML
-declaration: ``parse_xml_decl`` reads version / encoding / standalone, and
-``print_xml_decl`` prints ``<?xml version="V"[ standalone="yes|no"]?>`` only when the
-version is not ``1.0`` or standalone was given; the encoding is always dropped; when no
+are, up to a NUL byte: text that a C function built with one is printed as the C string
+PostgreSQL's output function returns, which ends there).  ``xml_out`` (xml_out_internal
+with target encoding 0) re-writes a leading XML declaration: ``parse_xml_decl`` reads
+version / encoding / standalone, and ``print_xml_decl`` prints
+``<?xml version="V"[ standalone="yes|no"]?>`` only when the version is not ``1.0`` or
+standalone was given; the encoding is always dropped; when no
 declaration is printed, one newline right after the original declaration is eaten.  A
 declaration PostgreSQL cannot parse leaves the value as stored (it warns).
 
@@ -30,7 +32,10 @@ from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, regist
 @register("textout", "varcharout", "bpcharout", "json_out", "pg_node_tree_out")
 def _text(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
     def textout(b: bytes) -> str:
-        """textout (and varcharout, bpcharout, json_out): the bytes as text."""
+        """textout (and varcharout, bpcharout, json_out): the bytes as text, up to a
+        NUL byte (text_to_cstring's C string ends there for whoever prints it)."""
+        if b"\x00" in b:
+            b = b[:b.index(b"\x00")]
         return b.decode("utf-8", "surrogateescape")
 
     return textout
@@ -174,7 +179,10 @@ def parse_xml_decl(text: str) -> Tuple[int, int, Optional[str], int]:
 @register("xml_out")
 def _xml(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
     def xml_out(b: bytes) -> str:
-        """xml_out: the stored text with its XML declaration re-written (print_xml_decl)."""
+        """xml_out: the stored text with its XML declaration re-written (print_xml_decl),
+        up to a NUL byte as textout."""
+        if b"\x00" in b:
+            b = b[:b.index(b"\x00")]
         text = b.decode("utf-8", "surrogateescape")
         if not text.startswith("<?xml"):
             return text
