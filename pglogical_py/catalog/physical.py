@@ -128,7 +128,7 @@ from ..wal.bufpage import (
 from ._catalog_layouts import CATALOG_LAYOUTS, TOAST_COLUMNS, TYPE_LAYOUTS
 from ._files import FileAccess
 from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
-from .relation import Attribute, TupleDesc
+from .relation import Attribute, FirstUnpinnedObjectId, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot
 from .subtrans import SubTrans
@@ -288,6 +288,8 @@ class PhysicalCatalog:
         self._class_latest: Dict[int, Dict[str, Any]] = {}
         self._bootstrap()
         self._proc_names: Optional[Dict[int, str]] = None
+        #: (tablespace, file number) -> the pg_class versions of that file
+        self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
         self._cache: OrderedDict[Tuple[object, ...], CatalogSnapshot] = OrderedDict()
         self.cache_size = cache_size
@@ -744,6 +746,36 @@ class PhysicalCatalog:
         if infomask & HEAP_XMAX_COMMITTED:
             return 0
         return 0 if self.clog.did_commit(xmax) else 1
+
+    def system_relid_by_filenode(self, spc: int, db: int, relnode: int,
+                                 snapshot: HistoricSnapshot) -> Optional[int]:
+        """RelidByRelfilenumber under ``snapshot`` when the answer is a system catalog
+        (pinned oid, IsCatalogRelationOid), else None (a user relation, none, or
+        more than one version visible: ask the snapshot's catalog).  Only the
+        pg_class versions with that file are tested, not the whole catalog."""
+        index = self._class_by_file
+        if index is None:
+            index = self._class_by_file = {}
+            heap = self._heaps["pg_class"]
+            for tv in self._load(heap):
+                row = self._deform_cached(heap, tv)
+                fn = row.get("filenode")
+                if fn:
+                    index.setdefault((self._locate(row)[0], int(fn)), []).append(tv)
+        if spc == 0:
+            spc = self.default_tablespace
+        if db != (0 if spc == GLOBALTABLESPACE_OID else self.database_oid):
+            return None
+        cands = index.get((spc, relnode))
+        if not cands:
+            return None
+        if snapshot.subxip and snapshot.tuplecids is not None:
+            self._apply_mappings(snapshot)
+        seen = [tv for tv in cands if self.visible(tv, snapshot)]
+        if len(seen) != 1:
+            return None
+        oid = int(self.row(seen[0])["oid"])
+        return oid if oid < FirstUnpinnedObjectId else None
 
     def catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
         """A CatalogSnapshot of the catalog as ``snapshot`` sees it (cached per key)."""

@@ -129,6 +129,9 @@ class SysCache:
         #: access key -> the entries that look-up loaded (to drop the key with them)
         self.access_deps: Dict[Any, Set[EntryKey]] = {}
         self.generation = 0
+        #: grows whenever ``entries`` change (a load or a drop): equal versions and
+        #: equal snapshots give the same ``view``
+        self.version = 0
         self._composed: OrderedDict[Any, Tuple[CatalogSnapshot, CatalogSnapshot]] = \
             OrderedDict()
 
@@ -154,6 +157,7 @@ class SysCache:
         row = _row_index(cat)[ek[0]].get(ek[1])
         if row is not None:
             self.entries[ek] = row
+            self.version += 1
 
     def _load_type(self, typid: int, cat: CatalogSnapshot, view: CatalogSnapshot,
                    deps: Set[EntryKey]) -> None:
@@ -212,6 +216,7 @@ class SysCache:
             if row is None:
                 raise KeyError(enum_oid)
             self.entries[ek] = row
+            self.version += 1
             self.access_deps[("enum", enum_oid)] = {ek}
         return str(row["enumlabel"])
 
@@ -238,6 +243,7 @@ class SysCache:
         for k in dropped:
             del self.entries[k]
         self.generation += 1
+        self.version += 1
         gone = [ak for ak, deps in self.access_deps.items() if deps & dropped]
         for ak in gone:
             del self.access_deps[ak]
@@ -247,6 +253,7 @@ class SysCache:
         """InvalidateSystemCaches: every entry goes."""
         if self.entries:
             self.generation += 1
+            self.version += 1
         self.entries.clear()
         self.access_deps.clear()
 

@@ -173,6 +173,25 @@ RowSink = Callable[[int, int, bytes], None]
 _TWO_PHASE_CALLBACKS = ("begin_prepare", "prepare", "commit_prepared", "rollback_prepared")
 
 
+class SystemCatalogRelation:
+    """A system catalog as the change loop sees it: not logically logged, skipped
+    (IsCatalogRelation), found without building the snapshot's catalog."""
+
+    __slots__ = ("oid",)
+
+    is_logically_logged = False
+    is_catalog = True
+    is_toast = False
+    relrewrite = 0
+    relkind = "r"
+
+    def __init__(self, oid: int) -> None:
+        self.oid = oid
+
+    def __repr__(self) -> str:
+        return f"SystemCatalogRelation({self.oid})"
+
+
 class LogicalDecodingContext:
     """LogicalDecodingContext: one decoding session of one slot.
 
@@ -403,9 +422,22 @@ class LogicalDecodingContext:
     # -- catalog adapters -----------------------------------------------------------
 
     def _relation_by_filenode(self, spc: int, db: int, relnode: int, lsn: int) -> Any:
-        """RelidByRelfilenumber + RelationIdGetRelation; None when unknown."""
+        """RelidByRelfilenumber + RelationIdGetRelation; None when unknown.
+
+        A system catalog's changes are never output (RelationIsLogicallyLogged): when
+        the physical catalog finds, under the historic snapshot in force, that the
+        file is one, a ``SystemCatalogRelation`` stands for it and the snapshot's
+        whole catalog is not built for it (the catalog changes of DDL transactions).
+        """
         key = ("rfn", spc, relnode)
         self.catalog_access(key)
+        if self._catalog_now is None and self.physical is not None \
+                and self._historic is not None:
+            oid = self.physical.system_relid_by_filenode(spc, db, relnode, self._historic)
+            if oid is not None:
+                self._rfn_relid[key] = oid
+                self.catalog_access(("rel", oid))
+                return SystemCatalogRelation(oid)
         try:
             rel = self.catalog.relation_by_filenode(spc, db, relnode, lsn=lsn)
         except UnknownRelationError:
@@ -480,7 +512,16 @@ class LogicalDecodingContext:
         """What the relations looked up for a change depend on: the catalog the
         historic snapshot in force sees, and the invalidations executed so far
         (``cache_epoch``).  The change loop keeps its relation look-ups while the
-        token stays the same (catalog compared by identity)."""
+        token stays the same (compared with ``==``: a catalog by identity).
+
+        With the physical catalog the token names the catalog without building it:
+        the snapshot's cache key (equal keys see the same tuple versions) and the
+        syscache's entries version; a transaction whose changes are all to system
+        catalogs then never builds one (see ``_relation_by_filenode``)."""
+        if self.physical is not None and self._historic is not None:
+            sc = self.syscache
+            return (("historic", self._historic.cache_key(), 0 if sc is None else sc.version),
+                    self.cache_epoch)
         return (self.catalog, self.cache_epoch)
 
     def write_data(self, data: bytes) -> None:

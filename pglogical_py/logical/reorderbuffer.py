@@ -1464,8 +1464,7 @@ class ReorderBuffer:
             # a streaming run calls the stream callbacks: the routes it makes carry
             # no fast lane, and it must not use the lanes of the shared routes
             pass
-        elif (token is not None and shared is not None and token[0] is shared[0][0]
-                and token[1] == shared[0][1]):
+        elif token is not None and shared is not None and token == shared[0]:
             rel_cache = shared[1]
         else:
             self._route_shared = None if token is None else (token, rel_cache)
