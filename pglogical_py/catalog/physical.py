@@ -158,6 +158,8 @@ META_FILE = "catalog.meta.json"
 DEFAULT_SNAPSHOT_CACHE_SIZE = 64
 RELSEG_SIZE = 131072  # blocks per 1 GB segment (md.c)
 INTERNALLANGUAGE_OID = 12  # pg_language 'internal'
+#: catalogs whose regproc columns are turned into names when a row is deformed
+_REGPROC_CATALOGS = frozenset(("pg_type", "pg_range", "pg_am"))
 #: the catalogs read (those the JSON export has, plus what DDL decoding needs)
 CATALOGS = tuple(CATALOG_LAYOUTS[15])
 
@@ -472,6 +474,9 @@ class PhysicalCatalog:
         if heap.name == "pg_class":
             spc, fn = self._locate(row)
             row["filenode"] = fn or None
+        elif heap.name in _REGPROC_CATALOGS:
+            # names from the latest pg_proc (see proc_name), the same for every snapshot
+            self._resolve_regprocs(row)
         return row
 
     # -- value conversion (datum -> row_to_json-like value) -----------------------------
@@ -796,11 +801,7 @@ class PhysicalCatalog:
         for name in self.layouts:
             if name == "pg_proc":
                 continue
-            rows = self.rows_at(name, snapshot)
-            if name in ("pg_type", "pg_range", "pg_am"):
-                for r in rows:
-                    self._resolve_regprocs(r)
-            data[name] = rows
+            data[name] = self.rows_at(name, snapshot)
         cat = CatalogSnapshot(data, source=self.source)
         self._fill_missing_values(cat, data["pg_attribute"])
         self._cache[key] = cat
@@ -823,11 +824,14 @@ class PhysicalCatalog:
             return
         tc = snapshot.tuplecids
         assert tc is not None
+        if tc.mapped == (snapshot.subxip, tc.version):
+            return  # applied for these xids, nothing added since
         for heap in list(self._heaps.values()):
             if heap.name.endswith(".toast"):
                 continue
             dboid = 0 if heap.locator[0] == GLOBALTABLESPACE_OID else self.database_oid
             apply_rewrite_mappings(self._mappings, tc, snapshot, dboid, heap.oid, self.clog)
+        tc.mapped = (snapshot.subxip, tc.version)
 
     # -- relation map updates in the WAL (XLOG_RELMAP_UPDATE) -----------------------------
 

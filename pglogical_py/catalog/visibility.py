@@ -100,12 +100,15 @@ class TupleCids:
     NEW_CID for a tuple sets cmin, cmax and combocid; later ones only move cmax.
     """
 
-    __slots__ = ("entries", "version", "serial")
+    __slots__ = ("entries", "version", "serial", "mapped")
 
     def __init__(self) -> None:
         self.entries: Dict[TidKey, Tuple[int, int, int]] = {}
         #: bumped by every change (part of catalog cache keys)
         self.version = 0
+        #: (own xids, version) after the logical rewrite mappings for those xids were
+        #: applied (PhysicalCatalog._apply_mappings: applying them again adds nothing)
+        self.mapped: Optional[Tuple[Tuple[int, ...], int]] = None
         #: unique per instance for the life of the process (an ``id()`` can be reused
         #: once a transaction's hash is freed, and would alias cache keys)
         self.serial: object = next(_TUPLECIDS_SERIAL)
@@ -143,14 +146,22 @@ class HistoricSnapshot:
 
     def __init__(self, xmin: int, xmax: int, xip: Iterable[int] = (),
                  subxip: Iterable[int] = (), curcid: int = InvalidCommandId,
-                 tuplecids: Optional[TupleCids] = None) -> None:
+                 tuplecids: Optional[TupleCids] = None,
+                 xip_set: Optional[FrozenSet[int]] = None) -> None:
         self.xmin = xmin
         self.xmax = xmax
-        self.xip: Tuple[int, ...] = tuple(sorted(set(xip)))
+        if xip_set is not None and isinstance(xip, tuple):
+            # ``xip`` sorted and ``xip_set`` its set, made once per builder snapshot:
+            # the committed list grows with every catalog-modifying commit while
+            # xmin stays, and a snapshot is set up for every command of a replay
+            self.xip: Tuple[int, ...] = xip
+            self._xip_set: FrozenSet[int] = xip_set
+        else:
+            self.xip = tuple(sorted(set(xip)))
+            self._xip_set = frozenset(self.xip)
         self.subxip: Tuple[int, ...] = tuple(sorted(set(subxip)))
         self.curcid = curcid
         self.tuplecids = tuplecids
-        self._xip_set: FrozenSet[int] = frozenset(self.xip)
         self._subxip_set: FrozenSet[int] = frozenset(self.subxip)
 
     def cache_key(self) -> Tuple[object, ...]:
@@ -159,7 +170,8 @@ class HistoricSnapshot:
         if self.subxip and self.tuplecids is not None:
             tc = (self.tuplecids.serial, self.tuplecids.version)
         curcid = self.curcid if self.subxip else InvalidCommandId
-        return (self.xmin, self.xmax, self.xip, self.subxip, curcid, tc)
+        # the frozenset, not the tuple: a frozenset keeps its hash once computed
+        return (self.xmin, self.xmax, self._xip_set, self.subxip, curcid, tc)
 
     def __repr__(self) -> str:
         return (f"HistoricSnapshot(xmin={self.xmin}, xmax={self.xmax}, "

@@ -229,6 +229,8 @@ class LogicalDecodingContext:
         self.physical: Any = catalog if hasattr(catalog, "catalog_at") else None
         self._historic: Any = None
         self._tuplecids: Any = None
+        #: (builder snapshot, its xip sorted, as a frozenset): made once per snapshot
+        self._snap_parts: Any = None
         self._catalog_now: Any = None
         if self.physical is not None:
             self._base_catalog: Any = self.physical.latest()
@@ -353,6 +355,10 @@ class LogicalDecodingContext:
             return
         from ..catalog.visibility import HistoricSnapshot
 
+        parts = self._snap_parts
+        if parts is None or parts[0] is not snap:
+            xip = tuple(sorted(set(snap.xip)))
+            parts = self._snap_parts = (snap, xip, frozenset(xip))
         if copied:
             tc = self._tuplecids
             if tc is None or tc[0] is not txn or tc[1] != len(txn.tuplecids):
@@ -360,10 +366,12 @@ class LogicalDecodingContext:
                 tc = (txn, len(txn.tuplecids), self._build_tuplecid_hash(txn))
                 self._tuplecids = tc
             subxip = [txn.xid] + [sub.xid for sub in txn.subtxns]
-            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, snap.xip, subxip=subxip,
-                                              curcid=command_id, tuplecids=tc[2])
+            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, parts[1], subxip=subxip,
+                                              curcid=command_id, tuplecids=tc[2],
+                                              xip_set=parts[2])
         else:
-            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, snap.xip)
+            self._historic = HistoricSnapshot(snap.xmin, snap.xmax, parts[1],
+                                              xip_set=parts[2])
 
     @staticmethod
     def _build_tuplecid_hash(txn: ReorderBufferTXN) -> Any:
