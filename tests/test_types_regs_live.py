@@ -4,9 +4,9 @@ One server per major (``PGLOGICAL_LIVE_MAJORS``, default 15).  Roles with plain 
 names (upper case, space, double quote, non-ASCII, a reserved keyword), schemas and
 relations visible and hidden by the search path, a user type, a role dropped while an
 aclitem / regrole value of it is kept in a table.  After the slot: rows of aclitem,
-aclitem[], regrole, regrole[], regclass, regclass[], regtype, regtype[] and
-regnamespace columns (literals, ``relacl`` of granted tables with and without grant
-option, PUBLIC, the dropped role's values copied from a table); then roles created,
+aclitem[], regrole, regrole[], regclass, regclass[], regtype, regtype[],
+regnamespace and regcollation columns (literals, ``relacl`` of granted tables with and
+without grant option, PUBLIC, the dropped role's values copied from a table); then roles created,
 renamed and dropped inside the decoded range.
 
 The oracle is ``pg_logical_slot_peek_binary_changes`` of a test_decoding slot.  Our decode
@@ -59,6 +59,9 @@ SETUP = [
     'CREATE TABLE public."Mixed Case" (id int)',
     "CREATE TYPE hidden.mood AS ENUM ('sad', 'ok')",
     "CREATE TYPE public.vis_t AS (a int)",
+    'CREATE COLLATION hidden.mycoll FROM "C"',
+    'CREATE COLLATION public."POSIX" FROM "C"',
+    'CREATE COLLATION public.pubcoll FROM "C"',
     # granted tables: relacl with PUBLIC, grant options, odd grantees and grantors
     "CREATE TABLE granted (id int)",
     "GRANT SELECT ON granted TO plain",
@@ -76,7 +79,8 @@ SETUP = [
     "(2, 'plain=U/doomed', 'doomed')",
     "DROP ROLE doomed",
     "CREATE TABLE t_regs (id int PRIMARY KEY, a aclitem, aa aclitem[], r regrole, "
-    "ra regrole[], c regclass, ca regclass[], t regtype, ta regtype[], n regnamespace)",
+    "ra regrole[], c regclass, ca regclass[], t regtype, ta regtype[], n regnamespace, "
+    "co regcollation)",
 ]
 
 #: the decoded rows without DDL in between (JSON export and physical export)
@@ -109,6 +113,10 @@ ROWS_A = [
     "(49, '\"char\"', NULL)",
     "INSERT INTO t_regs (id, n) VALUES (50, 'public'), (51, 'hidden'), "
     "(52, '\"Odd Schema\"'), (53, 'pg_catalog'), (54, 0), (55, 777777)",
+    "INSERT INTO t_regs (id, co) VALUES (80, '\"C\"'), (81, '\"POSIX\"'), "
+    "(82, 'public.\"POSIX\"'), "
+    "(83, 'hidden.mycoll'), (84, 'pubcoll'), (85, 'default'), (86, 'ucs_basic'), (87, 0), "
+    "(88, 666666)",
     "UPDATE t_regs SET a = '=arwdDxt/postgres' WHERE id = 3",
     "DELETE FROM t_regs WHERE id = 24",
 ]
@@ -215,7 +223,8 @@ def test_oracle_has_the_cases(captured: Dict[str, Any]) -> None:
                    "c[regclass]:'\"Odd Schema\".\"Odd Tab\"'", "c[regclass]:'999999'",
                    "t[regtype]:'hidden.mood[]'", "t[regtype]:'character varying'",
                    "n[regnamespace]:'\"Odd Schema\"'", "r[regrole]:'\"Late Renamed\"'",
-                   "c[regclass]:'later.t_late'"):
+                   "c[regclass]:'later.t_late'", "co[regcollation]:'hidden.mycoll'",
+                   "co[regcollation]:'public.\"POSIX\"'", "co[regcollation]:'\"C\"'"):
         assert needle in text, (needle, text)
     assert "doomed" not in text  # a dropped role prints as its oid
     assert "{=sA/postgres," in text

@@ -633,6 +633,8 @@ class CatalogSnapshot:
         for r in tables["pg_index"]:
             self._indexes.setdefault(int(r["indrelid"]), []).append(r)
 
+        self._collations: Optional[Tuple[Dict[int, Dict[str, Any]],
+                                         Dict[Tuple[str, int, int], Dict[str, Any]]]] = None
         # roles (optional pg_authid: older exports lack it)
         self._roles: Optional[Dict[int, str]] = None
         auth = data.get("pg_authid")
@@ -763,6 +765,49 @@ class CatalogSnapshot:
             if (self._nspname.get(path_nsp), relname) in self._by_name:
                 return False
         return False  # pragma: no cover - the loop returns
+
+    def _collation_index(self) -> Tuple[Dict[int, Dict[str, Any]],
+                                        Dict[Tuple[str, int, int], Dict[str, Any]]]:
+        """pg_collation rows by oid and by (collname, collencoding, collnamespace) --
+        the COLLOID and COLLNAMEENCNSP syscaches (built at first use)."""
+        idx = self._collations
+        if idx is None:
+            try:
+                by_oid = {int(r["oid"]): r for r in self.tables["pg_collation"]}
+                by_key = {(str(r["collname"]), int(r["collencoding"]),
+                           int(r["collnamespace"])): r for r in by_oid.values()}
+            except (KeyError, TypeError, ValueError) as err:
+                raise self._error(f"bad pg_collation row: {type(err).__name__}: {err}") from None
+            idx = self._collations = (by_oid, by_key)
+        return idx
+
+    def collation_name(self, oid: int) -> Optional[Tuple[str, int]]:
+        """SearchSysCache1(COLLOID): (collname, collnamespace), None when absent."""
+        row = self._collation_index()[0].get(oid)
+        return None if row is None else (str(row["collname"]), int(row["collnamespace"]))
+
+    def collation_is_visible(self, oid: int) -> bool:
+        """CollationIsVisible (namespace.c): in the search path, and what
+        CollationGetCollid finds for its name (lookup_collation per schema: an entry
+        of the database encoding, else an any-encoding one -- an ICU one only when ICU
+        supports the encoding).  Only UTF8 databases are known here (CatalogError
+        otherwise)."""
+        by_oid, by_key = self._collation_index()
+        row = by_oid.get(oid)
+        if row is None:
+            raise self._error(f"cache lookup failed for collation {oid}")
+        nsp = int(row["collnamespace"])
+        if nsp not in self.search_path_oids:
+            return False
+        if int(self.encoding) != 6:  # PG_UTF8
+            raise self._error(f"collation visibility in a database of encoding "
+                              f"{self.encoding} is not implemented (UTF8 only)")
+        name = str(row["collname"])
+        for path_nsp in self.search_path_oids:
+            hit = by_key.get((name, 6, path_nsp)) or by_key.get((name, -1, path_nsp))
+            if hit is not None:  # ICU supports UTF8: an any-encoding ICU entry counts
+                return int(hit["oid"]) == oid
+        return False
 
     @property
     def has_roles(self) -> bool:

@@ -59,11 +59,12 @@ SUPPORTED
     or physical, of the decoding time) also those that print names
     (:mod:`pglogical_py.types.regs`): ``aclitem`` (role names from pg_authid, the
     privilege letters of the major: ``m`` since 17; 12-byte items in 15, 16-byte since
-    16), ``regrole``, ``regnamespace``, ``regtype`` (format_type_be) and ``regclass``
-    (qualified when not visible in the search path); ``aclitem`` and ``regrole``
-    need a catalog exported with pg_authid (older exports: UnknownTypeError saying
-    so).  Not supported (UnknownTypeError): regproc, regprocedure, regoper,
-    regoperator, regconfig, regdictionary, regcollation, pg_ndistinct /
+    16), ``regrole``, ``regnamespace``, ``regtype`` (format_type_be), ``regclass``
+    and ``regcollation`` (qualified when not visible in the search path; collations
+    in UTF8 databases); ``aclitem`` and ``regrole`` need a catalog exported with
+    pg_authid (older exports: UnknownTypeError saying so).  Not supported
+    (UnknownTypeError): regproc, regprocedure, regoper, regoperator, regconfig,
+    regdictionary, pg_ndistinct /
     pg_dependencies / pg_mcv_list, gtsvector, BRIN summaries, and types of
     extensions.
 

@@ -1,9 +1,9 @@
 """Output functions that print catalog names: utils/adt/acl.c and utils/adt/regproc.c.
 
 Mirrors: ``aclitemout`` and ``putid`` (acl.c), ``regroleout``, ``regnamespaceout``,
-``regtypeout``, ``regclassout`` (regproc.c), PostgreSQL 15-18, with the catalog of the
-decoding session (historic) in place of the syscache look-ups (AUTHOID, NAMESPACEOID,
-TYPEOID, RELOID).
+``regtypeout``, ``regclassout``, ``regcollationout`` (regproc.c), PostgreSQL 15-18,
+with the catalog of the decoding session (historic) in place of the syscache look-ups
+(AUTHOID, NAMESPACEOID, TYPEOID, RELOID, COLLOID).
 
 NOTES
     aclitem.  ``AclItem`` is ``ai_grantee``, ``ai_grantor`` (oids) and ``ai_privs``
@@ -23,23 +23,24 @@ NOTES
     ``format_type_be`` (the catalog's ``format_type``, which test_decoding's column
     headers use too); regclass: the relation name, qualified with its schema when
     ``RelationIsVisible`` says no (the decoding session's search path), through
-    ``quote_qualified_identifier``.
+    ``quote_qualified_identifier``; regcollation: likewise with ``CollationIsVisible``
+    (UTF8 databases only: the visibility of an ICU collation depends on the encoding).
 
     The catalog.  These builders need more than ``TypeCatalog.type_info``: the
     catalog snapshot's ``role_name`` / ``has_roles`` (pg_authid), ``get_rel_name``,
     ``get_rel_namespace``, ``relation_is_visible``, ``get_namespace_name``,
-    ``has_type``, ``format_type``, ``quote_identifier`` and
-    ``quote_qualified_identifier`` (:class:`NameCatalog`).  Without such a catalog --
-    or, for the role types, with a catalog exported before pg_authid was read -- the
-    output function is refused when requested (UnknownTypeError saying why), never
-    printed wrong.  The closures keep the catalog they were built with: the decoder
-    builds a relation's printers per catalog version (per Relation object), as for
-    enum labels.  Their closures are not cached by ``output_function`` (see
-    ``output.CATALOG_OUTPUTS``).
+    ``has_type``, ``format_type``, ``collation_name``, ``collation_is_visible``,
+    ``quote_identifier`` and ``quote_qualified_identifier`` (:class:`NameCatalog`).
+    Without such a catalog -- or, for the role types, with a catalog exported before
+    pg_authid was read -- the output function is refused when requested
+    (UnknownTypeError saying why), never printed wrong.  The closures keep the catalog
+    they were built with: the decoder builds a relation's printers per catalog version
+    (per Relation object), as for enum labels.  Their closures are not cached by
+    ``output_function`` (see ``output.CATALOG_OUTPUTS``).
 
     Not implemented (UnknownTypeError): regproc, regprocedure (pg_proc is not in a
     catalog snapshot), regoper, regoperator, regconfig, regdictionary (their
-    catalogs are not read), regcollation.
+    catalogs are not read).
 
 INVARIANTS
     A role, schema, type or relation the catalog lacks prints as its oid, never as a
@@ -52,7 +53,7 @@ INVARIANTS
 from __future__ import annotations
 
 import struct
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Tuple
 
 from pglogical_py.errors import CatalogError, UnknownTypeError
 from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
@@ -85,6 +86,10 @@ class NameCatalog(Protocol):
     def has_type(self, oid: int) -> bool: ...
 
     def format_type(self, oid: int, typmod: Optional[int] = None) -> str: ...
+
+    def collation_name(self, oid: int) -> Optional[Tuple[str, int]]: ...
+
+    def collation_is_visible(self, oid: int) -> bool: ...
 
     def quote_identifier(self, ident: str) -> str: ...
 
@@ -243,3 +248,25 @@ def _regclass(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
         return cat.quote_qualified_identifier(nspname, relname)  # type: ignore[no-any-return]
 
     return regclassout
+
+
+@register("regcollationout")
+def _regcollation(typoid: int, s: OutputSettings, r: Resolver) -> OutputFn:
+    cat = _need(r.catalog, "regcollation", "collation_name", "collation_is_visible",
+                "get_namespace_name", "quote_qualified_identifier")
+
+    def regcollationout(b: bytes) -> str:
+        """regcollationout: the collation name, qualified unless CollationIsVisible."""
+        oid = _OID.unpack(b)[0]
+        if oid == 0:
+            return "-"
+        found = cat.collation_name(oid)
+        if found is None:
+            return "%u" % oid
+        collname, collnamespace = found
+        nspname = None
+        if not cat.collation_is_visible(oid):
+            nspname = cat.get_namespace_name(collnamespace)
+        return cat.quote_qualified_identifier(nspname, collname)  # type: ignore[no-any-return]
+
+    return regcollationout
