@@ -1,9 +1,9 @@
 """``pglogical-py decode --unknown-types``: a column whose type has no output function.
 
-Live PostgreSQL 15: a table with an ``aclitem`` column (built in, storable, no output
-function of ours) and one with an ``hstore`` column (an extension's type).  By default
-the decode command stops with an UnknownTypeError naming the type and the column; with
-``--unknown-types=raw`` it prints those values in the marked raw form
+Live PostgreSQL 15: a table with a ``regoperator`` column (built in, storable, no output
+function of ours: pg_operator is not read) and one with an ``hstore`` column (an
+extension's type).  By default the decode command stops with an UnknownTypeError naming
+the type and the column; with ``--unknown-types=raw`` it prints those values in the marked raw form
 ``'(unknown type NAME: \\xHEX)'`` and every other column, row and transaction exactly
 as test_decoding does.
 """
@@ -28,15 +28,13 @@ pytest.importorskip("psycopg")
 from pglogical_py.cli import main  # noqa: E402
 from pglogical_py.cli.decode import escape_tsv  # noqa: E402
 
-ACL_SELECT = 1 << 1  # utils/acl.h: ACL_INSERT 1<<0, ACL_SELECT 1<<1, ACL_UPDATE 1<<2, ...
-ACL_INSERT = 1 << 0
-ACL_UPDATE = 1 << 2
-ACL_DELETE = 1 << 3
+#: pg_operator.dat: int4pl's operator +(integer,integer), int4mi's -(integer,integer)
+OP_PLUS, OP_MINUS = 551, 555
 
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: Any) -> Iterator[Dict[str, Any]]:
-    """One server: hstore rows, then aclitem rows, each in its own transaction; the
+    """One server: hstore rows, then regoperator rows, each in its own transaction; the
     catalog, the slot positions, the peek and the LSN between the two commits."""
     from pglogical_py.catalog.export import export_catalog, write_catalog
     from pglogical_py.testing.pgserver import PgServer, PgUnavailable
@@ -53,8 +51,8 @@ def captured(tmp_path_factory: Any) -> Iterator[Dict[str, Any]]:
         except Exception as err:  # noqa: BLE001 - the contrib module is not installed
             pytest.skip("no hstore extension: %s" % err)
         conn.execute("CREATE TABLE t_hstore (id int PRIMARY KEY, note text, h hstore)")
-        conn.execute("CREATE TABLE t_acl (id int PRIMARY KEY, note text, acl aclitem, "
-                     "acls aclitem[])")
+        conn.execute("CREATE TABLE t_op (id int PRIMARY KEY, note text, op regoperator, "
+                     "ops regoperator[])")
         catalog = str(tmp / "catalog.json")
         write_catalog(export_catalog(conn), catalog)
         conn.execute("SELECT pg_create_logical_replication_slot('unknown', 'test_decoding')")
@@ -64,10 +62,10 @@ def captured(tmp_path_factory: Any) -> Iterator[Dict[str, Any]]:
         conn.execute("INSERT INTO t_hstore VALUES (1, 'one', 'a=>1, b=>NULL'), "
                      "(2, 'two', NULL)")
         between = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-        conn.execute("INSERT INTO t_acl VALUES "
-                     "(1, 'r', 'postgres=r/postgres', NULL), "
-                     "(2, 'arwd*', 'postgres=arwd*/postgres', "
-                     " ARRAY['postgres=r/postgres', NULL]::aclitem[]), "
+        conn.execute("INSERT INTO t_op VALUES "
+                     "(1, 'plus', '+(integer,integer)', NULL), "
+                     "(2, 'minus', '-(integer,integer)', "
+                     " ARRAY['+(integer,integer)', NULL]::regoperator[]), "
                      "(3, NULL, NULL, '{}')")
         flush = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
         peek = conn.execute(
@@ -118,19 +116,15 @@ def test_unknown_extension_type_is_an_error(captured: Dict[str, Any], tmp_path: 
 
 def test_unknown_builtin_type_is_an_error(captured: Dict[str, Any], tmp_path: Path,
                                           capsys: Any) -> None:
-    # start after the hstore commit: the first column without output function is acl
+    # start after the hstore commit: the first column without output function is op
     err = _error(captured, tmp_path, capsys, start=captured["between"])
-    assert "column public.t_acl.acl:" in err, err
-    assert "aclitem" in err.split("column public.t_acl.acl:", 1)[1], err
+    assert "column public.t_op.op:" in err, err
+    assert "regoperator" in err.split("column public.t_op.op:", 1)[1], err
 
 
-def _aclitem(grantee: int, grantor: int, privs: int, goptions: int = 0) -> str:
-    """The AclItem datum (ai_grantee, ai_grantor, ai_privs) in the marked raw form.
-
-    PostgreSQL 15: AclMode is uint32, grant options in its upper 16 bits (16 widened it
-    to uint64 with the options in the upper 32)."""
-    raw = struct.pack("<III", grantee, grantor, privs | (goptions << 16))
-    return "(unknown type aclitem: \\\\x%s)" % raw.hex()
+def _regoperator(oid: int) -> str:
+    """The regoperator datum (an oid) in the marked raw form."""
+    return "(unknown type regoperator: \\\\x%s)" % struct.pack("<I", oid).hex()
 
 
 def test_unknown_types_raw(captured: Dict[str, Any], tmp_path: Path) -> None:
@@ -138,14 +132,13 @@ def test_unknown_types_raw(captured: Dict[str, Any], tmp_path: Path) -> None:
     pg = [r.decode() for r in captured["peek"]]
     assert len(ours) == len(pg), (ours, pg)
     # the unknown columns' text, as the server prints it -> our marked raw form
-    select = _aclitem(10, 10, ACL_SELECT)
-    arwd = _aclitem(10, 10, ACL_INSERT | ACL_SELECT | ACL_UPDATE | ACL_DELETE, ACL_DELETE)
+    plus, minus = _regoperator(OP_PLUS), _regoperator(OP_MINUS)
     subst = {
-        "acl[aclitem]:'postgres=r/postgres'": "acl[aclitem]:'%s'" % select,
-        "acl[aclitem]:'postgres=arwd*/postgres'": "acl[aclitem]:'%s'" % arwd,
-        # array_out double-quotes the raw elements (they hold spaces and a backslash)
-        "acls[aclitem[]]:'{postgres=r/postgres,NULL}'":
-            "acls[aclitem[]]:'{\"%s\",NULL}'" % select.replace("\\\\", "\\\\\\\\"),
+        "op[regoperator]:'+(integer,integer)'": "op[regoperator]:'%s'" % plus,
+        "op[regoperator]:'-(integer,integer)'": "op[regoperator]:'%s'" % minus,
+        # array_out double-quotes the elements (a comma; spaces and a backslash)
+        "ops[regoperator[]]:'{\"+(integer,integer)\",NULL}'":
+            "ops[regoperator[]]:'{\"%s\",NULL}'" % plus.replace("\\\\", "\\\\\\\\"),
     }
     hstore_raw = re.compile(r"h\[hstore\]:'\(unknown type hstore: \\\\x([0-9a-f]+)\)'")
     for o, p in zip(ours, pg):
@@ -159,4 +152,4 @@ def test_unknown_types_raw(captured: Dict[str, Any], tmp_path: Path) -> None:
         for k, v in subst.items():
             p = p.replace(k, v)
         assert o == p
-    assert any("unknown type aclitem" in o for o in ours)
+    assert any("unknown type regoperator" in o for o in ours)

@@ -13,8 +13,14 @@ NOTES
     typelem)`` for every type a catalog column uses, and their element types.
     ``TOAST_COLUMNS``: the fixed layout of every TOAST table (toasting.c).
 
+    ``STOP_BEFORE``: catalogs whose columns are listed only up to (not including) the
+    named one -- pg_authid's ``rolpassword`` and what follows are never deformed, so no
+    password hash is ever read.  ``OPTIONAL_CATALOGS``: catalogs an older export may lack
+    (a reader then goes without them and says so when they are needed).
+
 INVARIANTS
-    Columns are complete (attnum 1..relnatts, none dropped) for each major listed.
+    Columns are complete (attnum 1..relnatts, none dropped) for each major listed,
+    except the catalogs of ``STOP_BEFORE``, which stop before their named column.
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ TOAST_COLUMNS: Tuple[Column, ...] = (
 
 #: server versions the constants were generated from
 GENERATED_FROM: Dict[int, str] = {
-    15: '15.18 (Debian 15.18-0+deb12u1)',
+    15: '15.20 (Debian 15.20-0+deb12u1)',
     16: '16.14',
     17: '17.10',
     18: '18.4',
 }
+
+STOP_BEFORE: Dict[str, str] = {'pg_authid': 'rolpassword'}
+OPTIONAL_CATALOGS: Tuple[str, ...] = ('pg_authid',)
 
 CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
     15: {
@@ -329,6 +338,18 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('spcowner', 26, 4, True, 'i'),
             ('spcacl', 1034, -1, False, 'i'),
             ('spcoptions', 1009, -1, False, 'i'),
+        )),
+        'pg_authid': (1260, True, True, (
+            ('oid', 26, 4, True, 'i'),
+            ('rolname', 19, 64, False, 'c'),
+            ('rolsuper', 16, 1, True, 'c'),
+            ('rolinherit', 16, 1, True, 'c'),
+            ('rolcreaterole', 16, 1, True, 'c'),
+            ('rolcreatedb', 16, 1, True, 'c'),
+            ('rolcanlogin', 16, 1, True, 'c'),
+            ('rolreplication', 16, 1, True, 'c'),
+            ('rolbypassrls', 16, 1, True, 'c'),
+            ('rolconnlimit', 23, 4, True, 'i'),
         )),
     },
     16: {
@@ -624,6 +645,18 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('spcacl', 1034, -1, False, 'd'),
             ('spcoptions', 1009, -1, False, 'i'),
         )),
+        'pg_authid': (1260, True, True, (
+            ('oid', 26, 4, True, 'i'),
+            ('rolname', 19, 64, False, 'c'),
+            ('rolsuper', 16, 1, True, 'c'),
+            ('rolinherit', 16, 1, True, 'c'),
+            ('rolcreaterole', 16, 1, True, 'c'),
+            ('rolcreatedb', 16, 1, True, 'c'),
+            ('rolcanlogin', 16, 1, True, 'c'),
+            ('rolreplication', 16, 1, True, 'c'),
+            ('rolbypassrls', 16, 1, True, 'c'),
+            ('rolconnlimit', 23, 4, True, 'i'),
+        )),
     },
     17: {
         'pg_class': (1259, False, True, (
@@ -918,6 +951,18 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('spcowner', 26, 4, True, 'i'),
             ('spcacl', 1034, -1, False, 'd'),
             ('spcoptions', 1009, -1, False, 'i'),
+        )),
+        'pg_authid': (1260, True, True, (
+            ('oid', 26, 4, True, 'i'),
+            ('rolname', 19, 64, False, 'c'),
+            ('rolsuper', 16, 1, True, 'c'),
+            ('rolinherit', 16, 1, True, 'c'),
+            ('rolcreaterole', 16, 1, True, 'c'),
+            ('rolcreatedb', 16, 1, True, 'c'),
+            ('rolcanlogin', 16, 1, True, 'c'),
+            ('rolreplication', 16, 1, True, 'c'),
+            ('rolbypassrls', 16, 1, True, 'c'),
+            ('rolconnlimit', 23, 4, True, 'i'),
         )),
     },
     18: {
@@ -1216,6 +1261,18 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('spcowner', 26, 4, True, 'i'),
             ('spcacl', 1034, -1, False, 'd'),
             ('spcoptions', 1009, -1, False, 'i'),
+        )),
+        'pg_authid': (1260, True, True, (
+            ('oid', 26, 4, True, 'i'),
+            ('rolname', 19, 64, False, 'c'),
+            ('rolsuper', 16, 1, True, 'c'),
+            ('rolinherit', 16, 1, True, 'c'),
+            ('rolcreaterole', 16, 1, True, 'c'),
+            ('rolcreatedb', 16, 1, True, 'c'),
+            ('rolcanlogin', 16, 1, True, 'c'),
+            ('rolreplication', 16, 1, True, 'c'),
+            ('rolbypassrls', 16, 1, True, 'c'),
+            ('rolconnlimit', 23, 4, True, 'i'),
         )),
     },
 }

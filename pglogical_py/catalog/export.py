@@ -27,6 +27,15 @@ NOTES
     extra_float_digits 1, bytea_output hex), so such text is what test_decoding prints.
     ``pg_inherits`` (partition parents) is optional for readers: older exports lack it.
 
+    Roles.  ``pg_authid`` rows (role names for aclitem / regrole output) carry only the
+    columns before ``rolpassword`` (``_catalog_layouts.STOP_BEFORE``): oid, rolname and
+    the role flags, read through the ``pg_roles`` view (readable without superuser) or,
+    with system columns, from pg_authid itself.  No export ever carries a password
+    hash: the physical export copies pg_authid's heap file with every ``rolpassword``
+    value overwritten by zero bytes (``scrub_secret_columns``; the page checksum is
+    left stale -- no reader of the subset verifies it) and never copies pg_authid's
+    TOAST table.  Readers accept exports without pg_authid (older files).
+
     Columns differ by major (e.g. ``daticulocale`` vs ``datlocale``); readers ignore unknown
     keys.  psycopg is imported inside the function: the module itself stays importable on PyPy.
 
@@ -58,6 +67,7 @@ import gzip
 import json
 from typing import Any, Dict, Tuple
 
+from ._catalog_layouts import STOP_BEFORE
 from .redo import xid_running_in_snapshot
 
 __all__ = [
@@ -68,6 +78,7 @@ __all__ = [
     "export_physical",
     "infomask_from_snapshot",
     "parse_snapshot",
+    "scrub_secret_columns",
     "write_catalog",
     "xid_running_in_snapshot",
 ]
@@ -90,7 +101,7 @@ CATALOGS = (
 
 #: optional catalogs exported after ``CATALOGS`` (readers accept exports without them;
 #: they may be empty, e.g. pg_inherits in a cluster without partitions)
-EXTRA_CATALOGS = ("pg_inherits",)
+EXTRA_CATALOGS = ("pg_inherits", "pg_authid")
 
 #: session settings of the export: the ones the decoder prints with by default, so that
 #: text forms (``attmissingval::text``) are what test_decoding prints.
@@ -187,6 +198,12 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
                     f"a.attmissingval::text AS attmissingval_text{sysc} "
                     "FROM pg_catalog.pg_attribute a ORDER BY a.attrelid, a.attnum) t"
                 )
+            elif cat == "pg_authid":
+                # the columns before rolpassword only: a password hash is never exported
+                cols = ", ".join(f"x.{c[0]}" for c in _authid_columns(int(row[1]) // 10000))
+                src = "pg_authid" if system_columns else "pg_roles"
+                sql = (f"SELECT row_to_json(t)::text FROM (SELECT {cols}{sysc} "
+                       f"FROM pg_catalog.{src} x ORDER BY x.oid) t")
             elif cat == "pg_proc":
                 # only what regproc output needs (prosrc & co. would dwarf the file)
                 sql = (
@@ -230,6 +247,76 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
     finally:
         conn.autocommit = prev_autocommit
     return out
+
+
+_PAGE_SIZE = 8192
+_HEAP_HASNULL = 0x0001
+_HEAP_NATTS_MASK = 0x07FF
+_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+
+
+def scrub_secret_columns(data: bytes, major: int, catalog: str = "pg_authid") -> bytes:
+    """A heap file of ``catalog`` with the value of its secret column (``STOP_BEFORE``:
+    pg_authid.rolpassword) overwritten by zero bytes in every tuple.
+
+    The tuple is walked as heap_deform_tuple walks it (bufpage.h line pointers,
+    htup_details.h header, the layout's fixed-width columns before the secret one,
+    att_align_pointer for the varlena): its varlena header stays, so the columns after
+    it are still where they were; an out-of-line TOAST pointer keeps only its tag.
+    """
+    from ._catalog_layouts import CATALOG_LAYOUTS
+
+    cols = CATALOG_LAYOUTS[major][catalog][3]
+    if any(c[2] <= 0 for c in cols):
+        raise ValueError(f"{catalog}: the columns before the secret one must be fixed-width")
+    nbefore = len(cols)
+    out = bytearray(data)
+    for page in range(0, len(out) - _PAGE_SIZE + 1, _PAGE_SIZE):
+        lower = int.from_bytes(out[page + 12:page + 14], "little")
+        if lower <= 24 or lower > _PAGE_SIZE:
+            continue  # a new (all-zero) page
+        for lp in range(page + 24, page + lower, 4):
+            word = int.from_bytes(out[lp:lp + 4], "little")
+            off, flags, length = word & 0x7FFF, (word >> 15) & 3, word >> 17
+            if flags != 1 or not length:  # LP_NORMAL only
+                continue
+            tup = page + off
+            infomask2 = int.from_bytes(out[tup + 18:tup + 20], "little")
+            infomask = int.from_bytes(out[tup + 20:tup + 22], "little")
+            hoff = out[tup + 22]
+            if (infomask2 & _HEAP_NATTS_MASK) <= nbefore:
+                continue
+            if infomask & _HEAP_HASNULL and not (out[tup + 23 + (nbefore >> 3)]
+                                                 >> (nbefore & 7)) & 1:
+                continue  # NULL
+            pos = 0
+            for c in cols:
+                a = _ALIGN[c[4]]
+                pos = ((pos + a - 1) & -a) + c[2]
+            p = tup + hoff + pos
+            end = tup + length
+            if p < end and out[p] == 0:  # pad bytes before a 4-byte-header varlena
+                p = tup + hoff + ((pos + 3) & -4)
+            if p >= end:
+                continue
+            b0 = out[p]
+            if b0 == 0x01:  # an external TOAST pointer: va_tag, then the pointer
+                start, stop = p + 2, end
+            elif b0 & 0x01:  # 1-byte header
+                start, stop = p + 1, p + (b0 >> 1)
+            else:
+                start, stop = p + 4, p + (int.from_bytes(out[p:p + 4], "little") >> 2)
+            stop = min(stop, end)
+            out[start:stop] = bytes(max(0, stop - start))
+    return bytes(out)
+
+
+def _authid_columns(major: int) -> Tuple[Tuple[str, int, int, bool, str], ...]:
+    """pg_authid's columns before its secret one (``STOP_BEFORE``), from the layouts."""
+    from ._catalog_layouts import CATALOG_LAYOUTS
+
+    layouts = CATALOG_LAYOUTS.get(major) or CATALOG_LAYOUTS[max(CATALOG_LAYOUTS)]
+    return layouts["pg_authid"][3]
 
 
 def write_catalog(catalog: Dict[str, Any], path: str) -> None:
@@ -313,10 +400,18 @@ def export_physical(conn: Any, *, checkpoint: bool = True) -> Dict[str, bytes]:
         if layouts is None:
             raise RuntimeError(f"no catalog layouts for PostgreSQL {major}")
         oids = [v[0] for v in layouts.values()]
+        # no TOAST table of a catalog with a secret column (pg_authid: rolpassword)
+        toasted = [v[0] for k, v in layouts.items() if k not in STOP_BEFORE]
         rels = conn.execute(
             "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = ANY(%s) "
             "UNION SELECT pg_relation_filepath(c.reltoastrelid) FROM pg_class c "
-            "WHERE c.oid = ANY(%s) AND c.reltoastrelid <> 0", (oids, oids)).fetchall()
+            "WHERE c.oid = ANY(%s) AND c.reltoastrelid <> 0", (oids, toasted)).fetchall()
+        secret: Dict[str, str] = {}
+        for name in STOP_BEFORE:
+            if name in layouts:
+                path = conn.execute("SELECT pg_relation_filepath(%s::regclass)",
+                                    (f"pg_catalog.{name}",)).fetchone()[0]
+                secret[path] = name
         dbdir = conn.execute(
             "SELECT pg_relation_filepath('pg_catalog.pg_class'::regclass)").fetchone()[0]
         dbdir = dbdir.rsplit("/", 1)[0]
@@ -329,12 +424,16 @@ def export_physical(conn: Any, *, checkpoint: bool = True) -> Dict[str, bytes]:
             data = _read_server_file(conn, path)
             if data is None:
                 raise RuntimeError(f"server file {path} is missing")
-            files[path] = data
+            secret_of = secret.get(path)
+            files[path] = (data if secret_of is None
+                           else scrub_secret_columns(data, major, secret_of))
             seg = 1
             while path not in ("PG_VERSION",) and len(data) == 1024 * 1024 * 1024:
                 data = _read_server_file(conn, f"{path}.{seg}")
                 if data is None:
                     break
+                if secret_of is not None:
+                    data = scrub_secret_columns(data, major, secret_of)
                 files[f"{path}.{seg}"] = data
                 seg += 1
         for d in _PHYSICAL_DIRS:

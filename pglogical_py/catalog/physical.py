@@ -32,11 +32,12 @@ NOTES
     (``_catalog_layouts``, generated from live servers).  The *current* version of
     each catalog's own pg_class row (xmin committed, xmax not) gives the
     relfilenode of the non-mapped catalogs and every reltoastrelid.  Shared
-    catalogs (pg_database, pg_tablespace) are read from ``global/`` via the shared
-    map.  Only files on disk can be read: a catalog rewritten (VACUUM FULL) before
-    the copy has only its new file; its old tuple versions moved with it, with
-    their original xmin/xmax (rewriteheap.c) -- and ``pg_logical/mappings`` tell
-    where each tuple of the decoded transaction went (see
+    catalogs (pg_database, pg_tablespace, pg_authid up to ``rolconnlimit``: never its
+    password) are read from ``global/`` via the shared map; a copy without pg_authid's
+    file (taken before it was read) goes without it.  Only files on disk can be read:
+    a catalog rewritten (VACUUM FULL) before the copy has only its new file; its old
+    tuple versions moved with it, with their original xmin/xmax (rewriteheap.c) -- and
+    ``pg_logical/mappings`` tell where each tuple of the decoded transaction went (see
     ``apply_rewrite_mappings``).
 
     Tuple versions.  Every LP_NORMAL line pointer of every page is a
@@ -125,7 +126,7 @@ from ..wal.bufpage import (
     HeapPage,
     HeapTupleHeader,
 )
-from ._catalog_layouts import CATALOG_LAYOUTS, TOAST_COLUMNS, TYPE_LAYOUTS
+from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS, TOAST_COLUMNS, TYPE_LAYOUTS
 from ._files import FileAccess
 from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
 from .relation import Attribute, FirstUnpinnedObjectId, TupleDesc
@@ -351,6 +352,17 @@ class PhysicalCatalog:
 
     def _bootstrap(self) -> None:
         """Locate every catalog and TOAST table through pg_class (itself mapped)."""
+        # a copy taken before a catalog was read (pg_authid) lacks its file: go without
+        # it (the snapshot then says so when role names are needed)
+        shared_files = None
+        for name in OPTIONAL_CATALOGS:
+            layout = self.layouts.get(name)
+            if layout is None or not layout[1]:
+                continue
+            if shared_files is None:
+                shared_files = set(self.files.list("global"))
+            if str(self.shared_map.filenumber(layout[0]) or "") not in shared_files:
+                self.layouts = {k: v for k, v in self.layouts.items() if k != name}
         oid, _s, _m, cols = self.layouts["pg_class"]
         fn = self.local_map.filenumber(oid)
         if not fn:

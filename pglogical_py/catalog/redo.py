@@ -153,7 +153,7 @@ from ..wal.bufpage import (
 )
 from ..wal.rmgr import heap as rheap
 from ..wal.rmgr import heap2 as rheap2
-from ._catalog_layouts import CATALOG_LAYOUTS
+from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS
 from .physical import PhysicalCatalog, TupleVersion, _Heap
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID
@@ -346,7 +346,9 @@ class CatalogRedo:
         if self.major not in CATALOG_LAYOUTS:
             raise CatalogRedoError(f"no catalog layouts for PostgreSQL {self.major}",
                                    file=self.source)
-        self.layouts = CATALOG_LAYOUTS[self.major]
+        # an export taken before a catalog was read (pg_authid) goes without it
+        self.layouts = {k: v for k, v in CATALOG_LAYOUTS[self.major].items()
+                        if k in export or k not in OPTIONAL_CATALOGS}
         db = export["database"]
         self.database_oid = int(db["oid"])
         dbrow = next((r for r in export.get("pg_database", [])

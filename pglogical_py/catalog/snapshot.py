@@ -16,7 +16,8 @@ NOTES
     pg_attribute, pg_type, pg_enum, pg_range, pg_index, pg_constraint,
     pg_collation, pg_database, pg_tablespace and pg_am.  Unknown keys and columns
     are ignored (catalog columns differ by major); optional extras we use when
-    present: ``pg_inherits`` (partition parents), ``search_path`` and ``user``;
+    present: ``pg_inherits`` (partition parents), ``search_path`` and ``user``,
+    ``pg_authid`` (role names, without ``rolpassword``: see Roles below);
     an export with system columns (``export_catalog(system_columns=True)``: per-row
     ``ctid`` / ``xmin`` / ``xmax`` / ``infomask``, top-level ``snapshot``, more catalogs)
     loads here as any other -- those keys are the catalog-redo mode's (``redo.py``);
@@ -56,6 +57,17 @@ NOTES
     Visibility depends on the decoding session's search_path; the default here is
     PostgreSQL's default ``"$user", public`` for user ``postgres`` (pg_catalog
     implicitly first), overridable with ``set_search_path``.
+
+    Roles.  ``pg_authid`` (a shared catalog) gives the role names aclitemout and
+    regroleout print (``role_name``: GetUserNameFromId / SearchSysCache1(AUTHOID)).
+    Exports older than it lack the array: the snapshot still loads, ``has_roles`` is
+    False and ``role_name`` raises CatalogError saying so -- a role printed as if it
+    did not exist (its oid) would be silently wrong.  Only ``oid`` and ``rolname``
+    are read; an export never carries ``rolpassword``.
+
+    Relation visibility (``relation_is_visible``: RelationIsVisible) is judged like
+    type visibility, on the same search path: regclassout qualifies a relation name
+    when it is not visible.
 
 INVARIANTS
     Every Relation returned has a TupleDesc of attnums 1..natts without gaps.
@@ -625,6 +637,15 @@ class CatalogSnapshot:
         for r in tables["pg_index"]:
             self._indexes.setdefault(int(r["indrelid"]), []).append(r)
 
+        self._collations: Optional[Tuple[Dict[int, Dict[str, Any]],
+                                         Dict[Tuple[str, int, int], Dict[str, Any]]]] = None
+        # roles (optional pg_authid: older exports lack it)
+        self._roles: Optional[Dict[int, str]] = None
+        auth = data.get("pg_authid")
+        if isinstance(auth, list):
+            self._roles = {int(r["oid"]): str(r["rolname"]) for r in auth
+                           if isinstance(r, dict)}
+
         # partitions (optional pg_inherits)
         self._inh_parent: Dict[int, int] = {}
         inh = data.get("pg_inherits")
@@ -726,6 +747,84 @@ class CatalogSnapshot:
     def get_namespace_name(self, nspoid: int) -> Optional[str]:
         """get_namespace_name (lsyscache.c)."""
         return self._nspname.get(nspoid)
+
+    def get_rel_namespace(self, oid: int) -> Optional[int]:
+        """get_rel_namespace (lsyscache.c): the relation's pg_class.relnamespace."""
+        row = self._class.get(oid)
+        return None if row is None else int(row["relnamespace"])
+
+    def relation_is_visible(self, oid: int) -> bool:
+        """RelationIsVisible (namespace.c): its schema is in the search path and no
+        relation of the same name is in a schema earlier in the path."""
+        row = self._class.get(oid)
+        if row is None:
+            raise self._error(f"cache lookup failed for relation {oid}")
+        nsp = int(row["relnamespace"])
+        if nsp not in self.search_path_oids:
+            return False
+        relname = row["relname"]
+        for path_nsp in self.search_path_oids:
+            if path_nsp == nsp:
+                return True
+            if (self._nspname.get(path_nsp), relname) in self._by_name:
+                return False
+        return False  # pragma: no cover - the loop returns
+
+    def _collation_index(self) -> Tuple[Dict[int, Dict[str, Any]],
+                                        Dict[Tuple[str, int, int], Dict[str, Any]]]:
+        """pg_collation rows by oid and by (collname, collencoding, collnamespace) --
+        the COLLOID and COLLNAMEENCNSP syscaches (built at first use)."""
+        idx = self._collations
+        if idx is None:
+            try:
+                by_oid = {int(r["oid"]): r for r in self.tables["pg_collation"]}
+                by_key = {(str(r["collname"]), int(r["collencoding"]),
+                           int(r["collnamespace"])): r for r in by_oid.values()}
+            except (KeyError, TypeError, ValueError) as err:
+                raise self._error(f"bad pg_collation row: {type(err).__name__}: {err}") from None
+            idx = self._collations = (by_oid, by_key)
+        return idx
+
+    def collation_name(self, oid: int) -> Optional[Tuple[str, int]]:
+        """SearchSysCache1(COLLOID): (collname, collnamespace), None when absent."""
+        row = self._collation_index()[0].get(oid)
+        return None if row is None else (str(row["collname"]), int(row["collnamespace"]))
+
+    def collation_is_visible(self, oid: int) -> bool:
+        """CollationIsVisible (namespace.c): in the search path, and what
+        CollationGetCollid finds for its name (lookup_collation per schema: an entry
+        of the database encoding, else an any-encoding one -- an ICU one only when ICU
+        supports the encoding).  Only UTF8 databases are known here (CatalogError
+        otherwise)."""
+        by_oid, by_key = self._collation_index()
+        row = by_oid.get(oid)
+        if row is None:
+            raise self._error(f"cache lookup failed for collation {oid}")
+        nsp = int(row["collnamespace"])
+        if nsp not in self.search_path_oids:
+            return False
+        if int(self.encoding) != 6:  # PG_UTF8
+            raise self._error(f"collation visibility in a database of encoding "
+                              f"{self.encoding} is not implemented (UTF8 only)")
+        name = str(row["collname"])
+        for path_nsp in self.search_path_oids:
+            hit = by_key.get((name, 6, path_nsp)) or by_key.get((name, -1, path_nsp))
+            if hit is not None:  # ICU supports UTF8: an any-encoding ICU entry counts
+                return int(hit["oid"]) == oid
+        return False
+
+    @property
+    def has_roles(self) -> bool:
+        """Whether the snapshot holds pg_authid (exports before it was added do not)."""
+        return self._roles is not None
+
+    def role_name(self, oid: int) -> Optional[str]:
+        """GetUserNameFromId(oid, noerr=true): the role's rolname, None when no role has
+        that oid.  CatalogError when the snapshot has no pg_authid at all."""
+        if self._roles is None:
+            raise self._error("the catalog has no pg_authid (role names): it was exported "
+                              "before pglogical_py read roles; export it again")
+        return self._roles.get(oid)
 
     def relation_oids(self) -> List[int]:
         """Every pg_class oid in the snapshot."""

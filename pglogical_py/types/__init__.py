@@ -35,8 +35,9 @@ API
     ``output_function(typoid, settings=OutputSettings(), catalog=None)`` returns a
     ``Callable[[bytes], str]``, built once per (type, settings) and cached; it raises
     :class:`pglogical_py.errors.UnknownTypeError` naming the type when it has no output
-    function.  ``catalog`` (a :class:`TypeCatalog`) is only consulted for types that are
-    not built in: enums, composites, domains, arrays of those, ranges and multiranges.
+    function.  ``catalog`` (a :class:`TypeCatalog`) is consulted for types that are
+    not built in (enums, composites, domains, arrays of those, ranges and multiranges)
+    and for the built-ins that print catalog names (aclitem, reg*: see SUPPORTED).
     ``make_type_info(pg_type_row, pg_enum=..., pg_range=..., multirange_of=...,
     pg_attribute=...)`` builds a :class:`TypeInfo` from catalog-snapshot rows.
     Closures of catalog types are not cached here (a later snapshot may add enum
@@ -53,10 +54,19 @@ SETTINGS
     ``(unknown type NAME: \\xHEX)`` (:func:`raw_output`) instead of raising.
 
 SUPPORTED
-    Every built-in base type of PostgreSQL 15 whose output does not need catalog
-    names: see :func:`supported_type_oids`.  Not supported (UnknownTypeError): the
-    reg* types, aclitem, pg_ndistinct / pg_dependencies / pg_mcv_list,
-    gtsvector, BRIN summaries, and types of extensions.
+    Every built-in base type of PostgreSQL 15-18 whose output does not need catalog
+    names: see :func:`supported_type_oids`.  With a catalog (a catalog snapshot, JSON
+    or physical, of the decoding time) also those that print names
+    (:mod:`pglogical_py.types.regs`): ``aclitem`` (role names from pg_authid, the
+    privilege letters of the major: ``m`` since 17; 12-byte items in 15, 16-byte since
+    16), ``regrole``, ``regnamespace``, ``regtype`` (format_type_be), ``regclass``
+    and ``regcollation`` (qualified when not visible in the search path; collations
+    in UTF8 databases); ``aclitem`` and ``regrole`` need a catalog exported with
+    pg_authid (older exports: UnknownTypeError saying so).  Not supported
+    (UnknownTypeError): regproc, regprocedure, regoper, regoperator, regconfig,
+    regdictionary, pg_ndistinct /
+    pg_dependencies / pg_mcv_list, gtsvector, BRIN summaries, and types of
+    extensions.
 
 NOTES
     Encoding: databases are assumed UTF8 (what the fixtures use); text payloads are

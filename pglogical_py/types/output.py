@@ -16,8 +16,15 @@ NOTES
     ``(typoid, settings)``; those of catalog types are not (a later catalog snapshot may
     know more enum labels): the caller keeps them, e.g. per relation descriptor.
 
+    The output functions that print catalog names (aclitem, regrole, regclass, ...:
+    :mod:`pglogical_py.types.regs`, ``CATALOG_OUTPUTS``) are built-in types whose
+    text depends on the catalog: their closures, and those of arrays of them, are
+    never cached.  aclitem's layout changed in 16 (AclMode became 64-bit: 16 bytes,
+    double-aligned); ``Resolver.info`` gives the major's layout (``MAJOR_LAYOUTS``).
+
 INVARIANTS
-    * Built-in oids (< FirstNormalObjectId = 16384) never need a catalog.
+    * Built-in oids (< FirstNormalObjectId = 16384) need no catalog, except the types
+      of ``CATALOG_OUTPUTS`` (and arrays of them), which refuse to build without one.
     * An unsupported type raises :class:`UnknownTypeError` naming the type when the
       output function is *requested*, never later on a value.
 """
@@ -221,6 +228,27 @@ def _builtin_infos() -> Dict[int, TypeInfo]:
 
 BUILTIN_INFO: Dict[int, TypeInfo] = _builtin_infos()
 
+#: built-in types whose on-disk layout changed after 15 (the built-in table is 15's):
+#: oid -> (first major, typlen, typalign).  aclitem: AclMode became uint64 in 16.
+MAJOR_LAYOUTS: Dict[int, Tuple[int, int, str]] = {1033: (16, 16, "d")}
+
+#: output functions whose text depends on the catalog (names): never cached here
+CATALOG_OUTPUTS = frozenset(("aclitemout", "regroleout", "regnamespaceout", "regtypeout",
+                             "regclassout", "regprocout", "regprocedureout", "regoperout",
+                             "regoperatorout", "regconfigout", "regdictionaryout",
+                             "regcollationout"))
+
+
+def _catalog_dependent(typoid: int) -> bool:
+    """Whether a built-in type's output text depends on the catalog (a reg* type,
+    aclitem, or an array of one)."""
+    ti = BUILTIN_INFO[typoid]
+    if ti.typoutput in CATALOG_OUTPUTS:
+        return True
+    if ti.typoutput == "array_out" and ti.typelem in BUILTIN_INFO:
+        return BUILTIN_INFO[ti.typelem].typoutput in CATALOG_OUTPUTS
+    return False
+
 
 class Resolver:
     """Looks types up (built-ins, then the catalog) and builds nested output functions."""
@@ -233,6 +261,10 @@ class Resolver:
 
     def info(self, typoid: int) -> TypeInfo:
         ti = BUILTIN_INFO.get(typoid)
+        if ti is not None and typoid in MAJOR_LAYOUTS:
+            since, typlen, typalign = MAJOR_LAYOUTS[typoid]
+            if self.settings.major >= since:
+                ti = replace(ti, typlen=typlen, typalign=typalign)
         if ti is None and self.catalog is not None:
             ti = catalog_type_info(self.catalog, typoid)
         if ti is None:
@@ -295,7 +327,7 @@ def output_function(
         except UnknownTypeError:
             name = "oid %d" % typoid
         fn = raw_output(name)
-    if typoid in BUILTIN_INFO:
+    if typoid in BUILTIN_INFO and not _catalog_dependent(typoid):
         _CACHE[key] = fn
     return fn
 
@@ -389,6 +421,7 @@ def _load_modules() -> None:
         misc,
         network,
         numeric,
+        regs,
         tsearch,
         varlena,
     )
