@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import json
 import struct
+from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -207,7 +208,8 @@ class _Heap:
     """One catalog relation's file and descriptor."""
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
-                 "horizon", "classes", "nvolatile", "uses")
+                 "horizon", "classes", "nvolatile", "uses", "stable_idx", "stable_rows",
+                 "volatile_idx")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -227,6 +229,11 @@ class _Heap:
         self.nvolatile = 0
         #: rows_at calls served by ``classes`` since they were computed
         self.uses = 0
+        #: positions (in ``versions``) of the always-visible versions and their rows;
+        #: positions of the versions that depend on the snapshot
+        self.stable_idx: List[int] = []
+        self.stable_rows: List[Dict[str, Any]] = []
+        self.volatile_idx: List[int] = []
 
 
 class PhysicalCatalog:
@@ -691,22 +698,33 @@ class PhysicalCatalog:
         if classes is None or snapshot is None:
             return [self._deform_cached(heap, tv) for tv in versions
                     if self.visible(tv, snapshot)]
-        out: List[Dict[str, Any]] = []
-        append = out.append
         clog, multis = self.clog, self.multixacts
         sxmax, own = snapshot.xmax, snapshot._subxip_set
-        for tv, c in zip(versions, classes):
-            if c == 0:
+        seen: List[int] = []
+        for i in heap.volatile_idx:
+            c = classes[i]
+            # c > 2 is an xmin at or after the horizon: unless it is one of the
+            # snapshot's own xids, from its xmax on it is invisible
+            # (TransactionIdPrecedes written out); else test the version
+            if c > 2 and (c - sxmax) & 0xFFFFFFFF < 0x80000000 and c not in own:
                 continue
-            if c != 1:
-                # c > 2 is an xmin at or after the horizon: unless it is one of the
-                # snapshot's own xids, from its xmax on it is invisible
-                # (TransactionIdPrecedes written out); else test the version
-                if c > 2 and (c - sxmax) & 0xFFFFFFFF < 0x80000000 and c not in own:
-                    continue
-                if not satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
-                    continue
-            append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+            tv = versions[i]
+            if satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
+                seen.append(i)
+        stable = heap.stable_rows
+        if not seen:
+            return list(stable)
+        # the visible volatile versions slotted in between the stable ones, so that
+        # the rows stay in physical order (as a scan returns them)
+        out: List[Dict[str, Any]] = []
+        pos = 0
+        for i in seen:
+            at = bisect_left(heap.stable_idx, i)
+            out += stable[pos:at]
+            tv = versions[i]
+            out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+            pos = at
+        out += stable[pos:]
         return out
 
     #: re-classify a heap at a later horizon once this many of its versions depend on
@@ -729,9 +747,13 @@ class PhysicalCatalog:
         if (heap.classes is None or (
                 h != xmin and heap.nvolatile >= self.RECLASSIFY_VOLATILE
                 and heap.uses >= self.RECLASSIFY_USES)):
-            heap.classes = [self._classify(tv, xmin) for tv in self._load(heap)]
+            versions = self._load(heap)
+            heap.classes = classes = [self._classify(tv, xmin) for tv in versions]
             heap.horizon = xmin
-            heap.nvolatile = len(heap.classes) - heap.classes.count(0) - heap.classes.count(1)
+            heap.stable_idx = [i for i, c in enumerate(classes) if c == 1]
+            heap.stable_rows = [self._deform_cached(heap, versions[i]) for i in heap.stable_idx]
+            heap.volatile_idx = [i for i, c in enumerate(classes) if c > 1]
+            heap.nvolatile = len(heap.volatile_idx)
             heap.uses = 0
         heap.uses += 1
         return heap.classes
