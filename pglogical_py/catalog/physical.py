@@ -209,7 +209,7 @@ class _Heap:
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
                  "horizon", "classes", "nvolatile", "uses", "stable_idx", "stable_rows",
-                 "volatile_idx")
+                 "volatile_idx", "xmax_of")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -234,6 +234,9 @@ class _Heap:
         self.stable_idx: List[int] = []
         self.stable_rows: List[Dict[str, Any]] = []
         self.volatile_idx: List[int] = []
+        #: per version: 0 when its xmax cannot hide it (invalid or only a lock), -1
+        #: for a MultiXactId, else the deleting xid
+        self.xmax_of: List[int] = []
 
 
 class PhysicalCatalog:
@@ -699,15 +702,31 @@ class PhysicalCatalog:
             return [self._deform_cached(heap, tv) for tv in versions
                     if self.visible(tv, snapshot)]
         clog, multis = self.clog, self.multixacts
-        sxmax, own = snapshot.xmax, snapshot._subxip_set
+        sxmin, sxmax, own = snapshot.xmin, snapshot.xmax, snapshot._subxip_set
+        committed, xmax_of = snapshot._xip_set, heap.xmax_of
         seen: List[int] = []
         for i in heap.volatile_idx:
             c = classes[i]
-            # c > 2 is an xmin at or after the horizon: unless it is one of the
-            # snapshot's own xids, from its xmax on it is invisible
-            # (TransactionIdPrecedes written out); else test the version
-            if c > 2 and (c - sxmax) & 0xFFFFFFFF < 0x80000000 and c not in own:
-                continue
+            if c > 2 and c not in own:
+                # c is an xmin at or after the horizon, not one of the snapshot's own
+                # xids: HeapTupleSatisfiesHistoricMVCC's tests written out for xids in
+                # or after [snapshot xmin, xmax) (TransactionIdPrecedes as arithmetic);
+                # an xid before the snapshot's xmin (the commit log) or a multixact
+                # takes the full test
+                if (c - sxmax) & 0xFFFFFFFF < 0x80000000:
+                    continue  # inserted from the xmax on: invisible
+                if (c - sxmin) & 0xFFFFFFFF < 0x80000000:
+                    if c not in committed:
+                        continue  # in [xmin, xmax), not committed before us
+                    x = xmax_of[i]
+                    if x == 0 or (x > 2 and x not in own
+                                  and (x - sxmax) & 0xFFFFFFFF < 0x80000000):
+                        seen.append(i)  # no deleter, or deleted from the xmax on
+                        continue
+                    if x > 2 and x not in own and (x - sxmin) & 0xFFFFFFFF < 0x80000000:
+                        if x not in committed:
+                            seen.append(i)  # deleter in [xmin, xmax), not committed
+                        continue
             tv = versions[i]
             if satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
                 seen.append(i)
@@ -753,10 +772,22 @@ class PhysicalCatalog:
             heap.stable_idx = [i for i, c in enumerate(classes) if c == 1]
             heap.stable_rows = [self._deform_cached(heap, versions[i]) for i in heap.stable_idx]
             heap.volatile_idx = [i for i, c in enumerate(classes) if c > 1]
+            heap.xmax_of = [self._xmax_of(tv) for tv in versions]
             heap.nvolatile = len(heap.volatile_idx)
             heap.uses = 0
         heap.uses += 1
         return heap.classes
+
+    @staticmethod
+    def _xmax_of(tv: TupleVersion) -> int:
+        """0: the version's xmax cannot hide it (invalid, or a lock only); -1: a
+        MultiXactId (its updater is looked up by the full test); else the xmax."""
+        infomask = tv.header.t_infomask
+        if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
+            return 0
+        if infomask & HEAP_XMAX_IS_MULTI:
+            return -1
+        return int(tv.header.t_xmax)
 
     def _classify(self, tv: TupleVersion, horizon: int) -> int:
         """HeapTupleSatisfiesHistoricMVCC's answer for every historic snapshot whose
