@@ -65,9 +65,43 @@ def test_new_cid_queues_command_id_and_tuplecid_on_top() -> None:
     assert [(c.action, c.data, c.lsn) for c in sub.changes] == [
         (CHANGE_INTERNAL_COMMAND_ID, 4, 300), (CHANGE_INTERNAL_COMMAND_ID, 7, 310),
         (CHANGE_INTERNAL_COMMAND_ID, 10, 320)]
-    assert top.tuplecids[0] == (1663, 5, 1259, 2, 7, 3, 0xFFFFFFFF, 0xFFFFFFFF)
+    assert top.tuplecids[0] == (1663, 5, 1259, 2, 7, 3, 0xFFFFFFFF, 0xFFFFFFFF, 711)
     assert len(top.tuplecids) == 3 and not sub.tuplecids
     assert top.has_catalog_changes and sub.has_catalog_changes
+
+
+@pytest.mark.parametrize("release,cleans", [(150019, False), (150020, True), (170011, False),
+                                             (170012, True)])
+def test_aborted_subxact_tuplecids_leave_the_top_level_txn(release: int, cleans: bool) -> None:
+    """ReorderBufferCleanupAbortedTupleCids (15.20 / 17.12 on): a subtransaction's abort
+    drops its NEW_CIDs and its children's, so a line pointer the aborted tuple left
+    and a later command reused takes the later cmin in the tuplecid hash."""
+    from pglogical_py.logical.logical import LogicalDecodingContext
+
+    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=release // 10000,
+                       server_version_num=release)
+    b = _consistent(rb)
+    rb.assign_child(710, 711, 200)
+    rb.assign_child(711, 712, 210)
+    pg_class = (1663, 5, 1259)
+    b.process_new_cid(710, 290, 710, 0, 0xFFFFFFFF, 0xFFFFFFFF, pg_class, (0, 1))
+    b.process_new_cid(711, 300, 710, 1, 0xFFFFFFFF, 0xFFFFFFFF, pg_class, (0, 2))
+    b.process_new_cid(712, 310, 710, 2, 0xFFFFFFFF, 0xFFFFFFFF, pg_class, (0, 3))
+    # ROLLBACK TO SAVEPOINT: the abort record of 711 lists its child 712
+    rb.cleanup_aborted_tuple_cids(711, [712])
+    rb.abort(712, 320, 0)
+    rb.abort(711, 320, 0)
+    # the pruned slots (0, 2) and (0, 3) reused by the top-level transaction
+    b.process_new_cid(710, 400, 710, 5, 0xFFFFFFFF, 0xFFFFFFFF, pg_class, (0, 2))
+    top = rb.txn_by_xid(710, False)
+    assert top is not None
+    assert [t[8] for t in top.tuplecids] == ([710, 710] if cleans else [710, 711, 712, 710])
+    cids = LogicalDecodingContext._build_tuplecid_hash(top)
+    assert cids.get((1663, 5, 1259, 0, 2)) == ((5 if cleans else 1), 0xFFFFFFFF, 0xFFFFFFFF)
+    assert (cids.get((1663, 5, 1259, 0, 3)) is None) == cleans
+    # a top-level abort is not a subtransaction's: nothing to clean
+    rb.cleanup_aborted_tuple_cids(710, [])
+    assert len(top.tuplecids) == (2 if cleans else 4)
 
 
 def test_new_cid_without_any_command_id_is_an_error() -> None:
@@ -145,7 +179,8 @@ def test_decode_new_cid_unpacks_the_whole_record() -> None:
     LogicalDecoder(ctx).process_record(Rec())
     top = rb.txn_by_xid(760, False)
     assert top is not None
-    assert top.tuplecids == [(1663, 5, 1259, (1 << 16) | 2, 3, 5, 0xFFFFFFFF, 0xFFFFFFFF)]
+    assert top.tuplecids == [(1663, 5, 1259, (1 << 16) | 2, 3, 5, 0xFFFFFFFF, 0xFFFFFFFF,
+                              761)]
     assert _actions(rb, 761) == [CHANGE_INTERNAL_COMMAND_ID]
 
 

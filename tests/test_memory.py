@@ -7,12 +7,15 @@ pg_stat_replication_slots' on 15-18 (tests/test_spill_corpus.py).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from pglogical_py.logical._memory import DecodingStats, change_size, layout
+from pglogical_py.logical._memory import DecodingStats, change_size, has_tuplecid_subxid, layout
 from pglogical_py.logical.reorderbuffer import (
     CHANGE_DELETE,
     CHANGE_INSERT,
+    CHANGE_INTERNAL_SNAPSHOT,
     CHANGE_MESSAGE,
     CHANGE_TRUNCATE,
     CHANGE_UPDATE,
@@ -57,3 +60,37 @@ def test_stats_dict() -> None:
     st = DecodingStats()
     st.spill_count = 2
     assert st.as_dict()["spill_count"] == 2 and len(st.as_dict()) == 8
+
+
+@pytest.mark.parametrize("major,before,since", [
+    (15, 150019, 150020), (16, 160015, 160016), (17, 170011, 170012), (18, 180006, 180007)])
+def test_change_size_follows_the_minor_release(major: int, before: int, since: int) -> None:
+    # the November 2026 minors gave ReorderBufferChange.data.tuplecid a subxid: 80 -> 88
+    # (sizeof compiled against Debian's 15.19 / 15.20 / 17.11 / 17.12 / 18.6 headers)
+    row = ReorderBufferChange(CHANGE_INSERT, newtuple=ROW)
+    assert change_size(row, layout(major, before)) == 136
+    assert change_size(row, layout(major, since)) == 144
+    assert change_size(row, layout(major)) == 136  # unknown minor: the first releases
+    assert not has_tuplecid_subxid(major, before) and has_tuplecid_subxid(major, since)
+
+
+@pytest.mark.parametrize("major,snapshot_data", [(15, 120), (16, 120), (17, 120), (18, 104)])
+def test_snapshot_change_size(major: int, snapshot_data: int) -> None:
+    # SnapshotData kept whenTaken and lsn through 17; 18 dropped them
+    snap = SimpleNamespace(xip=(700, 701, 702), subxip=(703,))
+    change = ReorderBufferChange(CHANGE_INTERNAL_SNAPSHOT, data=snap)
+    assert change_size(change, layout(major)) == 80 + snapshot_data + 4 * 4
+
+
+def test_reorder_buffer_takes_the_release_from_the_decoding_context() -> None:
+    from pglogical_py.logical.logical import _server_version_num
+
+    catalog = SimpleNamespace(server_version_num=150020)
+    assert _server_version_num(0, 15, catalog) == 150020
+    assert _server_version_num(150018, 15, catalog) == 150018  # given wins
+    assert _server_version_num(0, 16, catalog) == 0  # another major's catalog: unknown
+    old = ReorderBuffer(lambda *a: None, lambda *a: None, major=15, server_version_num=150019)
+    new = ReorderBuffer(lambda *a: None, lambda *a: None, major=15, server_version_num=150020)
+    for rb in (old, new):
+        rb.queue_change(10, 100, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
+    assert (old.size, new.size) == (136, 144)

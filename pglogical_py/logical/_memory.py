@@ -29,16 +29,27 @@ NOTES
     struct                     15    16    17    18
     ========================  ====  ====  ====  ====
     ReorderBufferChange        80    80    80    80
+      from the Nov 2026 minors  88    88    88    88
     HeapTupleData              24    24    24    24
-    SnapshotData              120   120   104   104
+    SnapshotData              120   120   120   104
     ========================  ====  ====  ====  ====
 
-    ReorderBufferChange is lsn(8) action(4+4) txn(8) origin_id(2+6), a 32-byte union
-    (``tp``: RelFileNode/RelFileLocator 12, bool, two pointers) and a dlist_node (16);
-    17 replaced ``ReorderBufferTupleBuf *`` by ``HeapTuple`` (same size).  SnapshotData
-    lost ``whenTaken`` and ``lsn`` in 17 (old_snapshot_threshold removed).  The
-    change and tuple sizes are calibrated against the fixtures: our ``spill_bytes``
-    and ``stream_bytes`` equal pg_stat_replication_slots' on 15-18.
+    ReorderBufferChange is lsn(8) action(4+4) txn(8) origin_id(2+6), a union and a
+    dlist_node (16).  The union's widest member was ``tp`` (RelFileNode/RelFileLocator
+    12, bool, two pointers: 32 bytes) until the minor releases of November 2026
+    (15.20, 17.12; 16.16 and 18.7 by the same release) gave ``tuplecid`` a
+    ``subxid`` (ReorderBufferCleanupAbortedTupleCids drops the NEW_CIDs of an aborted
+    subtransaction): 12 + 6 + 4 * 4 = 34, aligned 36, which makes the union 40 and
+    the change 88.  So the accounted size depends on the server's minor version:
+    ``layout(major, server_version_num)`` takes it from the catalog export, which
+    records ``server_version_num``; unknown (0) means the major's first releases.
+    The sizes were checked by compiling ``sizeof`` against the server headers of
+    Debian's 15.19, 15.20, 17.11, 17.12 and 18.6 packages.  SnapshotData lost
+    ``whenTaken`` and ``lsn`` in 18 (old_snapshot_threshold removed).  17 replaced
+    ``ReorderBufferTupleBuf *`` by ``HeapTuple`` (same size).  Our ``spill_bytes``
+    and ``stream_bytes`` equal pg_stat_replication_slots' on the fixtures (15.18,
+    16.14, 17.10, 18.4), and the stream blocks of PostgreSQL's core regression suite
+    at a 64 kB work_mem are PostgreSQL's on 15.20.
 
 INVARIANTS
     ``change_size`` depends only on the change and the major, never on where the
@@ -55,7 +66,7 @@ TUPLE_LEN_DELTA = 23 - 5
 
 
 class MemoryLayout(NamedTuple):
-    """The struct sizes ReorderBufferChangeSize adds, for one major."""
+    """The struct sizes ReorderBufferChangeSize adds, for one server release."""
 
     change: int
     heap_tuple_data: int
@@ -69,16 +80,38 @@ class MemoryLayout(NamedTuple):
 LAYOUTS: Dict[int, MemoryLayout] = {
     15: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=120),
     16: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=120),
-    17: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=104),
+    17: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=120),
     18: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=104),
 }
 
+#: the first server_version_num of each major whose ReorderBufferChange carries
+#: ``tuplecid.subxid`` (88 bytes) and whose DecodeAbort calls
+#: ReorderBufferCleanupAbortedTupleCids; majors after 18 have it from .0
+TUPLECID_SUBXID_SINCE: Dict[int, int] = {15: 150020, 16: 160016, 17: 170012, 18: 180007}
 
-def layout(major: int) -> MemoryLayout:
-    """The layout of ``major`` (the nearest known one outside 15-18)."""
-    if major in LAYOUTS:
-        return LAYOUTS[major]
-    return LAYOUTS[18] if major > 18 else LAYOUTS[15]
+#: sizeof(ReorderBufferChange) once ``tuplecid`` has ``subxid``
+CHANGE_WITH_SUBXID = 88
+
+
+def has_tuplecid_subxid(major: int, server_version_num: int = 0) -> bool:
+    """Whether that release tracks the subxid of each NEW_CID (see the NOTES).
+
+    ``server_version_num`` 0 (unknown) means the major's first releases.
+    """
+    if major > 18:
+        return True
+    since = TUPLECID_SUBXID_SINCE.get(major)
+    if since is None or not server_version_num:
+        return False
+    return server_version_num >= since
+
+
+def layout(major: int, server_version_num: int = 0) -> MemoryLayout:
+    """The layout of that release (the nearest known major outside 15-18)."""
+    base = LAYOUTS.get(major) or (LAYOUTS[18] if major > 18 else LAYOUTS[15])
+    if has_tuplecid_subxid(major, server_version_num):
+        return base._replace(change=CHANGE_WITH_SUBXID)
+    return base
 
 
 # ReorderBufferChangeType values (reorderbuffer.h), repeated to avoid an import cycle
@@ -137,4 +170,5 @@ class DecodingStats:
         return "DecodingStats(%s)" % ", ".join(f"{k}={v}" for k, v in self.as_dict().items())
 
 
-__all__ = ["LAYOUTS", "DecodingStats", "MemoryLayout", "change_size", "layout"]
+__all__ = ["CHANGE_WITH_SUBXID", "LAYOUTS", "TUPLECID_SUBXID_SINCE", "DecodingStats",
+           "MemoryLayout", "change_size", "has_tuplecid_subxid", "layout"]

@@ -521,6 +521,8 @@ class LogicalDecoder:
             reorder.finish_prepared(xid, record.lsn, record.end_lsn, 0, abort_time, origin_id,
                                     origin_lsn, parsed.twophase_gid, False)
         else:
+            # 15.20 / 16.16 / 17.12 / 18.7+: an aborted subxact's NEW_CIDs go first
+            reorder.cleanup_aborted_tuple_cids(xid, parsed.subxacts)
             for sub in parsed.subxacts:
                 reorder.abort(sub, record.end_lsn, abort_time)
             reorder.abort(xid, record.end_lsn, abort_time)

@@ -202,6 +202,9 @@ class LogicalDecodingContext:
     relation / type lookups), ``snapshots`` (LSN -> ``.snap`` bytes);
     ``debug_streaming_immediate`` is the decoding session's
     ``debug_logical_replication_streaming = immediate`` (reorderbuffer.py).
+    ``server_version_num`` is the server's release (0: the catalog's
+    ``server_version_num``): a minor release can change what a change is accounted
+    for (logical/_memory.py), hence where PostgreSQL spills and streams.
     """
 
     def __init__(
@@ -221,6 +224,7 @@ class LogicalDecodingContext:
         major: int = 0,
         eviction: str = "largest",
         debug_streaming_immediate: bool = False,
+        server_version_num: int = 0,
     ) -> None:
         self.plugin = plugin
         #: a PhysicalCatalog (every catalog tuple version): changes are then looked up
@@ -281,6 +285,7 @@ class LogicalDecodingContext:
             self._relation_by_filenode, self._relation_by_oid,
             spill_store=spill_store, work_mem=work_mem, major=major or 15,
             eviction=eviction, debug_streaming_immediate=debug_streaming_immediate,
+            server_version_num=_server_version_num(server_version_num, major, catalog),
         )
         if two_phase_at is None:
             two_phase_at = start_lsn
@@ -361,9 +366,11 @@ class LogicalDecodingContext:
             parts = self._snap_parts = (snap, xip, frozenset(xip))
         if copied:
             tc = self._tuplecids
-            if tc is None or tc[0] is not txn or tc[1] != len(txn.tuplecids):
-                # (a streamed transaction has more NEW_CIDs at its next run)
-                tc = (txn, len(txn.tuplecids), self._build_tuplecid_hash(txn))
+            if (tc is None or tc[0] is not txn or tc[1] != len(txn.tuplecids)
+                    or tc[3] is not txn.tuplecids):
+                # (a streamed transaction has more NEW_CIDs at its next run, or fewer
+                # once an aborted subtransaction's went: a new list then)
+                tc = (txn, len(txn.tuplecids), self._build_tuplecid_hash(txn), txn.tuplecids)
                 self._tuplecids = tc
             subxip = [txn.xid] + [sub.xid for sub in txn.subtxns]
             self._historic = HistoricSnapshot(snap.xmin, snap.xmax, parts[1], subxip=subxip,
@@ -379,7 +386,7 @@ class LogicalDecodingContext:
         from ..catalog.visibility import TupleCids
 
         tc = TupleCids()
-        for spc, db, rel, blk, off, cmin, cmax, combocid in txn.tuplecids:
+        for spc, db, rel, blk, off, cmin, cmax, combocid, _subxid in txn.tuplecids:
             tc.add(spc, db, rel, blk, off, cmin, cmax, combocid)
         # identify the hash by its content: decoding the same WAL again (another option
         # set, another peek) then finds the catalogs already built for it
@@ -816,6 +823,19 @@ class LogicalDecodingContext:
         fn = getattr(self.plugin, "shutdown", None)
         if fn is not None:
             fn(self)
+
+
+def _server_version_num(given: int, major: int, catalog: Any) -> int:
+    """The release decoded: ``given``, else the catalog's if it is of ``major``."""
+    if given:
+        return given
+    try:
+        num = int(getattr(catalog, "server_version_num", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+    if major and num // 10000 != major:
+        return 0
+    return num
 
 
 def _xact_only_skip_table() -> bytes:

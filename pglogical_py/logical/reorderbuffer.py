@@ -307,8 +307,8 @@ class ReorderBufferTXN:
         #: ReorderBufferSaveTXNSnapshot was called: the txn was streamed before
         self.snapshot_now: Any = None
         #: INTERNAL_TUPLECID entries of the top-level txn (ReorderBufferAddNewTupleCids):
-        #: (spc, db, relnumber, block, offset, cmin, cmax, combocid)
-        self.tuplecids: List[Tuple[int, int, int, int, int, int, int, int]] = []
+        #: (spc, db, relnumber, block, offset, cmin, cmax, combocid, subxid)
+        self.tuplecids: List[Tuple[int, int, int, int, int, int, int, int, int]] = []
         #: relcache invalidations accumulated on the top-level txn (txn->invalidations)
         self.inval_relids: List[int] = []
         #: catcache / catalog invalidations accumulated likewise (see Invalidations)
@@ -384,6 +384,7 @@ class ReorderBuffer:
         major: int = 15,
         eviction: str = "largest",
         debug_streaming_immediate: bool = False,
+        server_version_num: int = 0,
     ) -> None:
         #: debug_logical_replication_streaming = immediate (16+, a debug setting of the
         #: decoding session): ReorderBufferCheckMemoryLimit evicts while anything is
@@ -412,8 +413,11 @@ class ReorderBuffer:
         #: otherwise keep the evicted buffers until the heap grows ~1.8x
         self.after_evict: Optional[Callable[[], None]] = None
         self.major = 15
+        self.server_version_num = 0
+        #: the release drops an aborted subxact's NEW_CIDs (_memory.has_tuplecid_subxid)
+        self.cleans_aborted_tuplecids = False
         self._layout = _memory.layout(15)
-        self.set_major(major or 15)
+        self.set_major(major or 15, server_version_num)
         #: ``largest`` (PostgreSQL) or ``oldest`` (by first_lsn; research)
         self.eviction = eviction
         #: pg_stat_replication_slots counters (rb->spillTxns & co.)
@@ -712,15 +716,45 @@ class ReorderBuffer:
         cmin: int = 0,
         cmax: int = 0,
         combocid: int = 0xFFFFFFFF,
+        subxid: int = InvalidTransactionId,
     ) -> None:
         """ReorderBufferAddNewTupleCids: remember a catalog tuple's cmin / cmax.
 
-        Kept on the top-level transaction (not in its change queue), as PostgreSQL.
+        Kept on the top-level transaction (not in its change queue), as PostgreSQL;
+        ``subxid`` is the xid of the record (the subtransaction that wrote the tuple),
+        for ReorderBufferCleanupAbortedTupleCids.
         """
         txn = self.txn_by_xid(top_xid, True, lsn, True)
         assert txn is not None
         txn.tuplecids.append((locator[0], locator[1], locator[2], tid[0], tid[1], cmin, cmax,
-                              combocid))
+                              combocid, subxid or top_xid))
+
+    def cleanup_aborted_tuple_cids(self, xid: int, subxacts: Sequence[int]) -> None:
+        """ReorderBufferCleanupAbortedTupleCids (15.20, 16.16, 17.12, 18.7 and later).
+
+        When a subtransaction aborts, the NEW_CIDs it (or a child it lists) wrote
+        leave its top-level transaction's list: a catalog tuple the aborted
+        subtransaction wrote can be pruned and its line pointer reused by a later
+        command of the same transaction, whose NEW_CID must then set the tuple's
+        cmin itself (the tuplecid hash keeps the first cmin per tid).  Releases
+        before those keep the entries.  Nothing happens for a top-level abort.
+        """
+        if not self.cleans_aborted_tuplecids:
+            return
+        txn = self.txn_by_xid(xid, False)
+        if txn is None:
+            for sub in subxacts:
+                txn = self.txn_by_xid(sub, False)
+                if txn is not None:
+                    break
+        if txn is None or txn.toptxn is None:
+            return
+        top = txn.toptxn
+        gone = set(subxacts)
+        gone.add(xid)
+        if any(t[8] in gone for t in top.tuplecids):
+            # a new list: the decoding context keys its tuplecid hash on the list
+            top.tuplecids = [t for t in top.tuplecids if t[8] not in gone]
 
     # ------------------------------------------------------------------------------
     # base snapshots
@@ -1012,10 +1046,13 @@ class ReorderBuffer:
     # memory accounting / spill
     # ------------------------------------------------------------------------------
 
-    def set_major(self, major: int) -> None:
-        """Use ``major``'s struct sizes for ReorderBufferChangeSize (``_memory.py``)."""
+    def set_major(self, major: int, server_version_num: int = 0) -> None:
+        """Use the struct sizes of that release for ReorderBufferChangeSize
+        (``_memory.py``; ``server_version_num`` 0: the major's first releases)."""
         self.major = major
-        self._layout = _memory.layout(major)
+        self.server_version_num = server_version_num
+        self.cleans_aborted_tuplecids = _memory.has_tuplecid_subxid(major, server_version_num)
+        self._layout = _memory.layout(major, server_version_num)
         self._tuple_overhead = self._layout.heap_tuple_data + _memory.TUPLE_LEN_DELTA
         self._change_size = self._layout.change
 

@@ -405,7 +405,7 @@ class SnapBuild:
         """
         reorder = self.reorder
         reorder.xid_set_catalog_changes(xid, lsn)
-        reorder.add_new_tuple_cids(top_xid, lsn, locator, tid, cmin, cmax, combocid)
+        reorder.add_new_tuple_cids(top_xid, lsn, locator, tid, cmin, cmax, combocid, subxid=xid)
         invalid = 0xFFFFFFFF
         if cmin != invalid and cmax != invalid:
             cid = max(cmin, cmax)
