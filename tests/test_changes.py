@@ -131,6 +131,7 @@ def test_reorder_buffer_packs_only_above_pack_above() -> None:
 def test_spilled_queue_restores_through_the_same_reader() -> None:
     store = InMemorySpillStore()
     rb = ReorderBuffer(lambda *a: _Rel(), lambda *a: _Rel(), work_mem=136 * 20,
+                       server_version_num=150018,  # an 80-byte ReorderBufferChange
                        spill_store=store)
     seen: List[int] = []
     rb.cb_apply_change = lambda txn, rel, ch: seen.append(ch.lsn)

@@ -144,6 +144,56 @@ def test_catalog_commit_distributes_its_snapshot() -> None:
             assert got[0].data is snap and got[0].lsn == 1000
 
 
+@pytest.mark.parametrize("release,era", [(150012, "snapshot only"), (150013, "joined"),
+                                         (150014, "apart"), (170005, "joined"),
+                                         (170006, "apart"), (180000, "apart")])
+def test_catalog_commit_hands_over_its_invalidations_per_release(release: int, era: str) -> None:
+    """SnapBuildDistributeSnapshotAndInval across the 2025 minors: none handed over
+    before 15.13 / 17.5; joined to the receiver's own (ReorderBufferAddInvalidations)
+    in 15.13 / 17.5, so handed on at its commit; kept apart from 15.14 / 17.6 / 18
+    (ReorderBufferAddDistributedInvalidations), executed after its replay only."""
+    from pglogical_py.logical.reorderbuffer import Invalidations
+
+    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=release // 10000,
+                       server_version_num=release)
+    b = _consistent(rb)
+    assert b.process_change(730, 530)
+    b.process_new_cid(740, 900, 740, 0, 0xFFFFFFFF)
+    rb.add_invalidations(740, 950, Invalidations(2, (16390,), ((55, 5, 77),)))
+    b.commit_txn(1000, 740, (), 0)
+    acts = _actions(rb, 730)
+    assert CHANGE_INTERNAL_SNAPSHOT in acts
+    assert (CHANGE_INVALIDATION in acts) == (era != "snapshot only")
+    assert rb.get_invalidations(730).nmsgs == (2 if era == "joined" else 0)
+    txn = rb.txn_by_xid(730, False)
+    assert txn is not None
+    relids: List[Any] = []
+    rb.cb_invalidate = relids.extend
+    rb._execute_txn_invalidations(txn)  # after 730's replay: its own and the handed-over
+    assert relids == ([] if era == "snapshot only" else [16390])
+    relids.clear()
+    rb._execute_txn_invalidations(txn, distributed=False)  # ReorderBufferForget's
+    assert relids == ([16390] if era == "joined" else [])
+
+
+def test_distributed_invalidations_overflow_resets_every_cache() -> None:
+    from pglogical_py.logical.reorderbuffer import MAX_DISTR_INVAL_MSG_PER_TXN, Invalidations
+
+    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=15, server_version_num=150018)
+    _consistent(rb)
+    rb.process_xid(730, 530)
+    rb.add_distributed_invalidations(730, 600, Invalidations(MAX_DISTR_INVAL_MSG_PER_TXN - 1))
+    txn = rb.txn_by_xid(730, False)
+    assert txn is not None and txn.distr_invals is not None
+    rb.add_distributed_invalidations(730, 610, Invalidations(1, (16390,)))
+    assert txn.distr_invals is None  # RBTXN_DISTR_INVAL_OVERFLOWED
+    resets: List[int] = []
+    rb.cb_invalidate_all = lambda: resets.append(1)
+    rb._execute_txn_invalidations(txn)
+    assert resets == [1]
+    assert _actions(rb, 730) == [CHANGE_INVALIDATION, CHANGE_INVALIDATION]  # still queued
+
+
 def test_plain_commit_distributes_nothing() -> None:
     rb = _rb()
     b = _consistent(rb)

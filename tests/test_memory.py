@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pglogical_py.logical._memory import DecodingStats, change_size, has_tuplecid_subxid, layout
+from pglogical_py.logical._memory import DecodingStats, change_size, layout
+from pglogical_py.logical._releases import TUPLECID_SUBXID, has
 from pglogical_py.logical.reorderbuffer import (
     CHANGE_DELETE,
     CHANGE_INSERT,
@@ -23,13 +24,16 @@ from pglogical_py.logical.reorderbuffer import (
     ReorderBufferChange,
 )
 
+#: the releases the fixtures were made with (an 80-byte ReorderBufferChange)
+FIXTURE_RELEASE = {15: 150018, 16: 160014, 17: 170010, 18: 180004}
+
 #: an (int, int) row as the WAL carries it: xl_heap_header (5) + 1 pad byte + 8 data
 ROW = b"\x02\x00\x00\x08\x18" + b"\x00" + b"\x01\x00\x00\x00\x02\x00\x00\x00"
 
 
 @pytest.mark.parametrize("major", [15, 16, 17, 18])
 def test_row_change_sizes(major: int) -> None:
-    lay = layout(major)
+    lay = layout(major, FIXTURE_RELEASE[major])
     # 80 (ReorderBufferChange) + 24 (HeapTupleData) + t_len 32 = 136: the fixtures' value
     assert change_size(ReorderBufferChange(CHANGE_INSERT, newtuple=ROW), lay) == 136
     assert change_size(ReorderBufferChange(CHANGE_UPDATE, newtuple=ROW, oldtuple=ROW),
@@ -38,7 +42,7 @@ def test_row_change_sizes(major: int) -> None:
 
 
 def test_message_and_truncate_sizes() -> None:
-    lay = layout(15)
+    lay = layout(15, 150018)
     msg = ReorderBufferChange(CHANGE_MESSAGE, data=(b"prefix", b"hello"))
     assert change_size(msg, lay) == 80 + 7 + 5 + 16
     tr = ReorderBufferChange(CHANGE_TRUNCATE, data=((1, 2, 3), False, False))
@@ -46,7 +50,7 @@ def test_message_and_truncate_sizes() -> None:
 
 
 def test_queue_change_accounts_per_txn_and_top() -> None:
-    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=16)
+    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=16, server_version_num=160014)
     rb.queue_change(10, 100, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
     rb.assign_child(10, 11, 110)
     rb.queue_change(11, 110, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
@@ -70,8 +74,8 @@ def test_change_size_follows_the_minor_release(major: int, before: int, since: i
     row = ReorderBufferChange(CHANGE_INSERT, newtuple=ROW)
     assert change_size(row, layout(major, before)) == 136
     assert change_size(row, layout(major, since)) == 144
-    assert change_size(row, layout(major)) == 136  # unknown minor: the first releases
-    assert not has_tuplecid_subxid(major, before) and has_tuplecid_subxid(major, since)
+    assert change_size(row, layout(major)) == 144  # unknown: the newest known release
+    assert not has(TUPLECID_SUBXID, major, before) and has(TUPLECID_SUBXID, major, since)
 
 
 @pytest.mark.parametrize("major,snapshot_data", [(15, 120), (16, 120), (17, 120), (18, 104)])
@@ -79,7 +83,7 @@ def test_snapshot_change_size(major: int, snapshot_data: int) -> None:
     # SnapshotData kept whenTaken and lsn through 17; 18 dropped them
     snap = SimpleNamespace(xip=(700, 701, 702), subxip=(703,))
     change = ReorderBufferChange(CHANGE_INTERNAL_SNAPSHOT, data=snap)
-    assert change_size(change, layout(major)) == 80 + snapshot_data + 4 * 4
+    assert change_size(change, layout(major, FIXTURE_RELEASE[major])) == 80 + snapshot_data + 16
 
 
 def test_reorder_buffer_takes_the_release_from_the_decoding_context() -> None:

@@ -31,7 +31,9 @@ class _Rel:
 def _rb(major: int, work_mem: int, aborted: Optional[Set[int]] = None) -> Tuple[
         ReorderBuffer, List[Tuple[Any, ...]]]:
     ev: List[Tuple[Any, ...]] = []
-    rb = ReorderBuffer(lambda *a: _Rel(), lambda *a: _Rel(), work_mem=work_mem, major=major)
+    # the releases of the fixtures: an 80-byte ReorderBufferChange (logical/_memory.py)
+    rb = ReorderBuffer(lambda *a: _Rel(), lambda *a: _Rel(), work_mem=work_mem, major=major,
+                       server_version_num=major * 10000 + 4)
     rb.streaming_requested = True
     rb.aborted_xids = aborted
     rb.cb_stream_start = lambda txn, lsn: ev.append(("start", txn.xid, lsn))

@@ -42,7 +42,7 @@ NOTES
     subtransaction): 12 + 6 + 4 * 4 = 34, aligned 36, which makes the union 40 and
     the change 88.  So the accounted size depends on the server's minor version:
     ``layout(major, server_version_num)`` takes it from the catalog export, which
-    records ``server_version_num``; unknown (0) means the major's first releases.
+    records ``server_version_num``; unknown (0) means the newest (``_releases.py``).
     The sizes were checked by compiling ``sizeof`` against the server headers of
     Debian's 15.19, 15.20, 17.11, 17.12 and 18.6 packages.  SnapshotData lost
     ``whenTaken`` and ``lsn`` in 18 (old_snapshot_threshold removed).  17 replaced
@@ -60,6 +60,8 @@ INVARIANTS
 from __future__ import annotations
 
 from typing import Any, Dict, NamedTuple
+
+from . import _releases
 
 #: SizeofHeapTupleHeader - SizeOfHeapHeader: t_len = len(xl_heap_header + data) + 18
 TUPLE_LEN_DELTA = 23 - 5
@@ -84,32 +86,15 @@ LAYOUTS: Dict[int, MemoryLayout] = {
     18: MemoryLayout(change=80, heap_tuple_data=24, snapshot_data=104),
 }
 
-#: the first server_version_num of each major whose ReorderBufferChange carries
-#: ``tuplecid.subxid`` (88 bytes) and whose DecodeAbort calls
-#: ReorderBufferCleanupAbortedTupleCids; majors after 18 have it from .0
-TUPLECID_SUBXID_SINCE: Dict[int, int] = {15: 150020, 16: 160016, 17: 170012, 18: 180007}
-
-#: sizeof(ReorderBufferChange) once ``tuplecid`` has ``subxid``
+#: sizeof(ReorderBufferChange) once ``tuplecid`` has ``subxid`` (_releases.TUPLECID_SUBXID)
 CHANGE_WITH_SUBXID = 88
 
 
-def has_tuplecid_subxid(major: int, server_version_num: int = 0) -> bool:
-    """Whether that release tracks the subxid of each NEW_CID (see the NOTES).
-
-    ``server_version_num`` 0 (unknown) means the major's first releases.
-    """
-    if major > 18:
-        return True
-    since = TUPLECID_SUBXID_SINCE.get(major)
-    if since is None or not server_version_num:
-        return False
-    return server_version_num >= since
-
-
 def layout(major: int, server_version_num: int = 0) -> MemoryLayout:
-    """The layout of that release (the nearest known major outside 15-18)."""
+    """The layout of that release (0: the newest known release of the major; the
+    nearest known major outside 15-18)."""
     base = LAYOUTS.get(major) or (LAYOUTS[18] if major > 18 else LAYOUTS[15])
-    if has_tuplecid_subxid(major, server_version_num):
+    if _releases.has(_releases.TUPLECID_SUBXID, major, server_version_num):
         return base._replace(change=CHANGE_WITH_SUBXID)
     return base
 
@@ -170,5 +155,5 @@ class DecodingStats:
         return "DecodingStats(%s)" % ", ".join(f"{k}={v}" for k, v in self.as_dict().items())
 
 
-__all__ = ["CHANGE_WITH_SUBXID", "LAYOUTS", "TUPLECID_SUBXID_SINCE", "DecodingStats",
-           "MemoryLayout", "change_size", "has_tuplecid_subxid", "layout"]
+__all__ = ["CHANGE_WITH_SUBXID", "LAYOUTS", "DecodingStats", "MemoryLayout", "change_size",
+           "layout"]

@@ -428,6 +428,16 @@ class LogicalDecodingContext:
         self._catalog_now = None
         self.cache_epoch += 1
 
+    def invalidate_all(self) -> None:
+        """InvalidateSystemCaches (a transaction's distributed invalidations
+        overflowed): every relcache, relfilenumber-map and syscache entry goes cold."""
+        self._catalog_cache.clear()
+        self._rfn_relid.clear()
+        if self.syscache is not None:
+            self.syscache.reset()
+        self._catalog_now = None
+        self.cache_epoch += 1
+
     def relmap_update(self, lsn: int, info: int, main_data: bytes) -> None:
         """An XLOG_RELMAP_UPDATE decoded: the physical catalog follows the relation map
         (``PhysicalCatalog.note_relmap_update``); nothing to do without one."""
@@ -565,6 +575,7 @@ class LogicalDecodingContext:
         rb.cb_invalidate = self.invalidate_relcache
         rb.cb_catalog_token = self.catalog_token
         rb.cb_invalidate_catcache = self.invalidate_catcache
+        rb.cb_invalidate_all = self.invalidate_all
         if hasattr(self.plugin, "fast_change"):
             rb.cb_fast_apply = self.fast_apply
         rb.can_start_streaming = self.can_start_streaming

@@ -131,7 +131,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from .._jit import not_inlined
 from ..errors import DecodingError, UnknownRelationError
 from ..lsn import InvalidTransactionId, format_lsn, xid_precedes
-from . import _memory, _toast
+from . import _memory, _releases, _toast
 from ._changes import (
     CHUNK_BYTES,
     F_CLEAR_TOAST,
@@ -146,6 +146,8 @@ from ._spill import MAX_CHANGES_IN_MEMORY, InMemorySpillStore, SpillStore
 
 #: queued changes are packed once the buffer holds work_mem / 8, or 8 MB (see NOTES)
 PACK_ABOVE_FRACTION = 8
+#: MAX_DISTR_INVAL_MSG_PER_TXN: 8 MB of SharedInvalidationMessage (16 bytes each)
+MAX_DISTR_INVAL_MSG_PER_TXN = (8 * 1024 * 1024) // 16
 PACK_ABOVE_MAX = 8 << 20
 
 
@@ -269,6 +271,7 @@ class ReorderBufferTXN:
         "tuplecids",
         "inval_relids",
         "inval_catcache",
+        "distr_invals",
         "replay_state",
         "total_size",
         "snapshot_now",
@@ -313,6 +316,11 @@ class ReorderBufferTXN:
         self.inval_relids: List[int] = []
         #: catcache / catalog invalidations accumulated likewise (see Invalidations)
         self.inval_catcache: List[Tuple[int, int, int]] = []
+        #: txn->invalidations_distributed: other transactions' messages handed over at
+        #: their commits (15.14 / 16.10 / 17.6 / 18 on), executed after the replay with
+        #: the txn's own; None once past MAX_DISTR_INVAL_MSG_PER_TXN (overflowed: the
+        #: whole cache is reset instead)
+        self.distr_invals: Optional[List[Invalidations]] = []
         #: (snapshot_now, command_id, copied) saved at the end of a streaming run
         #: (ReorderBufferSaveTXNSnapshot): the next run goes on from there
         self.replay_state: Optional[Tuple[Any, int, bool]] = None
@@ -414,8 +422,11 @@ class ReorderBuffer:
         self.after_evict: Optional[Callable[[], None]] = None
         self.major = 15
         self.server_version_num = 0
-        #: the release drops an aborted subxact's NEW_CIDs (_memory.has_tuplecid_subxid)
+        #: the release drops an aborted subxact's NEW_CIDs (_releases.TUPLECID_SUBXID)
         self.cleans_aborted_tuplecids = False
+        #: the release keeps invalidations handed over by other transactions apart
+        #: from the txn's own (_releases.DISTRIBUTED_INVALS_APART)
+        self.distributed_invals_apart = True
         self._layout = _memory.layout(15)
         self.set_major(major or 15, server_version_num)
         #: ``largest`` (PostgreSQL) or ``oldest`` (by first_lsn; research)
@@ -481,6 +492,8 @@ class ReorderBuffer:
         self._route_shared: Optional[Tuple[Any, Dict[Any, Tuple[Any, int, Any]]]] = None
         #: executing catcache / catalog invalidations ((cacheId, dbId, hash) tuples)
         self.cb_invalidate_catcache: Callable[[Sequence[Tuple[int, int, int]]], None] = _noop1
+        #: InvalidateSystemCaches: every relcache / syscache entry goes
+        self.cb_invalidate_all: Callable[[], None] = _noop0
         #: SetupHistoricSnapshot(snapshot, txn, command_id, copied): the historic
         #: catalog snapshot changes (start of replay, INTERNAL_SNAPSHOT,
         #: INTERNAL_COMMAND_ID); None as snapshot = TeardownHistoricSnapshot
@@ -663,13 +676,27 @@ class ReorderBuffer:
                                       invals: Invalidations) -> None:
         """Another transaction's invalidations handed to a running one at its commit.
 
-        15-17 (ReorderBufferAddInvalidations): they join the receiver's own, so its
-        own distribution later carries them on.  18
-        (ReorderBufferAddDistributedInvalidations): kept apart, only queued.
+        15.13 / 16.9 / 17.5 (ReorderBufferAddInvalidations): they join the receiver's
+        own, so its own distribution later carries them on.  15.14 / 16.10 / 17.6 /
+        18 and later (ReorderBufferAddDistributedInvalidations): kept apart in
+        ``distr_invals`` (executed after the replay with the txn's own, never handed
+        on) up to MAX_DISTR_INVAL_MSG_PER_TXN messages; both queue them as an
+        INVALIDATION change.  The caller knows the release distributes at all
+        (``_releases.DISTRIBUTES_INVALIDATIONS``).
         """
-        if self.major < 18:
+        if not self.distributed_invals_apart:
             self.add_invalidations(xid, lsn, invals)
             return
+        txn = self.txn_by_xid(xid, True, lsn, True)
+        assert txn is not None
+        top = txn.toptxn if txn.toptxn is not None else txn
+        kept = top.distr_invals
+        if kept is not None:
+            held = sum(i.nmsgs for i in kept)
+            if held + invals.nmsgs >= MAX_DISTR_INVAL_MSG_PER_TXN:
+                top.distr_invals = None  # RBTXN_DISTR_INVAL_OVERFLOWED
+            else:
+                kept.append(invals)
         self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INVALIDATION, data=invals))
 
     def immediate_invalidation(self, invals: Invalidations) -> None:
@@ -679,12 +706,21 @@ class ReorderBuffer:
         if invals.catcache:
             self.cb_invalidate_catcache(invals.catcache)
 
-    def _execute_txn_invalidations(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferExecuteInvalidations(txn->invalidations)."""
+    def _execute_txn_invalidations(self, txn: ReorderBufferTXN, distributed: bool = True) -> None:
+        """ReorderBufferExecuteInvalidations of txn->invalidations and (after a replay)
+        txn->invalidations_distributed (InvalidateSystemCaches once those overflowed)."""
+        if distributed and txn.distr_invals is None:
+            self.cb_invalidate_all()
+            return
         if txn.inval_relids:
             self.cb_invalidate(txn.inval_relids)
         if txn.inval_catcache:
             self.cb_invalidate_catcache(txn.inval_catcache)
+        for invals in (txn.distr_invals or ()) if distributed else ():
+            if invals.relids:
+                self.cb_invalidate(invals.relids)
+            if invals.catcache:
+                self.cb_invalidate_catcache(invals.catcache)
 
     def add_new_command_id(self, xid: int, lsn: int, cid: int) -> None:
         """ReorderBufferAddNewCommandId: an INTERNAL_COMMAND_ID change."""
@@ -901,7 +937,8 @@ class ReorderBuffer:
         if txn.is_streamed:
             self.cb_stream_abort(txn, lsn)
         if txn.base_snapshot is not None and txn.ninvalidations > 0:
-            self._execute_txn_invalidations(txn)
+            # ReorderBufferImmediateInvalidation: the txn's own messages only
+            self._execute_txn_invalidations(txn, distributed=False)
         txn.final_lsn = lsn
         self.cleanup_txn(txn)
 
@@ -911,7 +948,8 @@ class ReorderBuffer:
         if txn is None:
             return
         if txn.base_snapshot is not None and txn.ninvalidations > 0:
-            self._execute_txn_invalidations(txn)
+            # ReorderBufferImmediateInvalidation: the txn's own messages only
+            self._execute_txn_invalidations(txn, distributed=False)
 
     def cleanup_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferCleanupTXN: forget a txn, its subtxns and its spilled data."""
@@ -944,6 +982,7 @@ class ReorderBuffer:
         txn.tuplecids = []
         txn.inval_relids = []
         txn.inval_catcache = []
+        txn.distr_invals = []
 
     def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferTruncateTXN (txn_prepared): drop the changes, keep the txn."""
@@ -1047,11 +1086,15 @@ class ReorderBuffer:
     # ------------------------------------------------------------------------------
 
     def set_major(self, major: int, server_version_num: int = 0) -> None:
-        """Use the struct sizes of that release for ReorderBufferChangeSize
-        (``_memory.py``; ``server_version_num`` 0: the major's first releases)."""
+        """Follow that release: the struct sizes of ReorderBufferChangeSize
+        (``_memory.py``) and the back-patched rules of ``_releases.py``
+        (``server_version_num`` 0: the major's newest known release)."""
         self.major = major
         self.server_version_num = server_version_num
-        self.cleans_aborted_tuplecids = _memory.has_tuplecid_subxid(major, server_version_num)
+        self.cleans_aborted_tuplecids = _releases.has(_releases.TUPLECID_SUBXID, major,
+                                                      server_version_num)
+        self.distributed_invals_apart = _releases.has(_releases.DISTRIBUTED_INVALS_APART,
+                                                      major, server_version_num)
         self._layout = _memory.layout(major, server_version_num)
         self._tuple_overhead = self._layout.heap_tuple_data + _memory.TUPLE_LEN_DELTA
         self._change_size = self._layout.change
@@ -1659,6 +1702,10 @@ def _first(t: Tuple[int, bool, ReorderBufferChange]) -> int:
 
 def _none() -> Any:
     return None
+
+
+def _noop0() -> None:
+    pass
 
 
 def _noop1(a: Any) -> None:

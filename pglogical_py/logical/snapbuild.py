@@ -87,6 +87,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import SnapshotBuildError
 from ..lsn import InvalidTransactionId, format_lsn, xid_follows, xid_precedes
+from . import _releases
 from .reorderbuffer import ReorderBuffer
 
 
@@ -504,20 +505,23 @@ class SnapBuild:
         far were decoded with an older catalog) gets an INTERNAL_SNAPSHOT change;
         prepared ones do not (they must not see the new catalog).  The others also
         get the committed transaction's invalidation messages (the 2025 fix in
-        15.13 / 16.9 / 17.5 and 18: ReorderBufferAddInvalidations, 18's
-        ReorderBufferAddDistributedInvalidations), queued -- and accounted -- as an
-        INVALIDATION change.
+        15.13 / 16.9 / 17.5 and 18: ReorderBufferAddInvalidations, from 15.14 /
+        16.10 / 17.6 ReorderBufferAddDistributedInvalidations), queued -- and
+        accounted -- as an INVALIDATION change; earlier releases hand over the
+        snapshot only (``logical/_releases.py``).
         """
         reorder = self.reorder
         snap = self.snapshot
         invals = None
+        distributes = _releases.has(_releases.DISTRIBUTES_INVALIDATIONS, reorder.major,
+                                    reorder.server_version_num)
         for txn in list(reorder.toplevel_by_lsn.values()):
             if not reorder.xid_has_base_snapshot(txn.xid):
                 continue
             if txn.txn_flags & (_RBTXN_IS_PREPARED | _RBTXN_SKIPPED_PREPARE):
                 continue
             reorder.add_snapshot(txn.xid, lsn, snap)
-            if txn.xid != xid:
+            if distributes and txn.xid != xid:
                 if invals is None:
                     invals = reorder.get_invalidations(xid)
                 if invals.nmsgs > 0:
