@@ -153,6 +153,23 @@ BLOCK_CASES = {
         )],
         "COMMIT",
     ],
+    # "b:" statements run in a third session.  Its transaction is running when the
+    # admin's DDL commits, so it is handed the admin's invalidations; at its own commit
+    # it hands its invalidations to the streamed transaction: with the admin's joined
+    # to them (15.13 / 16.9 / 17.5) or without (15.14 / 16.10 / 17.6 / 18 on), an
+    # INVALIDATION change of another size (16 bytes a message)
+    "invalidations_handed_on": [
+        "BEGIN",
+        "INSERT INTO sa_t (data) SELECT 'row ' || g FROM generate_series(1, 300) g",
+        *[stmt for i in range(25) for stmt in (
+            "b:BEGIN",
+            f"b:CREATE TABLE sa_ddl_b{i} (a int, b text)",
+            f"admin:CREATE TABLE sa_ddl_{i} (a int, b text, c int)",
+            "b:COMMIT",
+            f"INSERT INTO sa_t (data) SELECT 'after ddl {i} ' || g FROM generate_series(1, 60) g",
+        )],
+        "COMMIT",
+    ],
 }
 
 SLOT = "stream_abort"
@@ -201,11 +218,20 @@ def _run_case(srv: Any, statements: List[str]) -> Tuple[Any, bytes, str]:
     CHECKPOINT also writes the slot's state file), that state file, the flush LSN."""
     from pglogical_py.catalog.export import export_physical
 
-    for sql in statements:
-        if sql.startswith("admin:"):
-            srv.admin.execute(sql[len("admin:"):])
-        else:
-            srv.session.execute(sql)
+    third = None
+    try:
+        for sql in statements:
+            if sql.startswith("admin:"):
+                srv.admin.execute(sql[len("admin:"):])
+            elif sql.startswith("b:"):
+                if third is None:
+                    third = srv.connect(autocommit=True)
+                third.execute(sql[len("b:"):])
+            else:
+                srv.session.execute(sql)
+    finally:
+        if third is not None:
+            third.close()
     files = export_physical(srv.admin)
     state = (srv.data_dir / "pg_replslot" / SLOT / "state").read_bytes()
     flush = srv.admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
