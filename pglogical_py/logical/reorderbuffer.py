@@ -1095,6 +1095,9 @@ class ReorderBuffer:
                                                       server_version_num)
         self.distributed_invals_apart = _releases.has(_releases.DISTRIBUTED_INVALS_APART,
                                                       major, server_version_num)
+        #: the flag a txn needs to be streamed: RBTXN_HAS_STREAMABLE_CHANGE from 16
+        #: (ReorderBufferLargestStreamableTopTXN), none on 15 (ReorderBufferLargestTopTXN)
+        self._streamable_flag = RBTXN_HAS_STREAMABLE_CHANGE if major >= 16 else 0
         self._layout = _memory.layout(major, server_version_num)
         self._tuple_overhead = self._layout.heap_tuple_data + _memory.TUPLE_LEN_DELTA
         self._change_size = self._layout.change
@@ -1126,8 +1129,9 @@ class ReorderBuffer:
             flags &= ~RBTXN_HAS_PARTIAL_CHANGE
         top.txn_flags = flags
         # a txn serialized because of an incomplete change is streamed once complete
+        need = self._streamable_flag
         if (not flags & RBTXN_HAS_PARTIAL_CHANGE and txn.txn_flags & RBTXN_IS_SERIALIZED
-                and flags & RBTXN_HAS_STREAMABLE_CHANGE and self.can_start_streaming()):
+                and flags & need == need and self.can_start_streaming()):
             self.stream_txn(top)
 
     def check_memory_limit(self) -> None:
@@ -1188,15 +1192,18 @@ class ReorderBuffer:
 
         Top-level txns with a base snapshot, in base_snapshot_lsn order
         (txns_by_base_snapshot_lsn); the first of the largest ``total_size`` that
-        has no partial change and has a streamable change.
+        has no partial change and (16 on) has a streamable change: 15 has no
+        RBTXN_HAS_STREAMABLE_CHANGE and streams a transaction that holds only
+        invalidations and command ids (a DDL), as empty stream blocks.
         """
         cands = [t for t in self.toplevel_by_lsn.values() if t.base_snapshot is not None]
         cands.sort(key=_base_snapshot_lsn)
         largest: Optional[ReorderBufferTXN] = None
+        need = self._streamable_flag
         for t in cands:
             if ((largest is None or t.total_size > largest.total_size) and t.total_size > 0
                     and not t.txn_flags & RBTXN_HAS_PARTIAL_CHANGE
-                    and t.txn_flags & RBTXN_HAS_STREAMABLE_CHANGE):
+                    and t.txn_flags & need == need):
                 largest = t
         return largest
 
