@@ -14,6 +14,7 @@ import pytest
 
 from pglogical_py.logical.reorderbuffer import (
     CHANGE_INSERT,
+    RBTXN_IS_ABORTED,
     ReorderBuffer,
     ReorderBufferChange,
 )
@@ -83,6 +84,21 @@ def test_pg18_drops_an_aborted_transaction_instead_of_streaming_it() -> None:
     assert rb.stats.stream_count == 0 and rb.stats.spill_count == 0
     rb.abort(10, 200, 0)
     assert ev == []  # never streamed: no stream_abort
+
+
+def test_pg18_subxact_changes_after_its_aborted_top_was_truncated() -> None:
+    """The top-level txn is found aborted and truncated, its subtransaction goes on
+    queueing: ReorderBufferLargestStreamableTopTXN passes over the aborted top, and
+    the spill path's ReorderBufferLargestTXN finds the subtransaction, aborted too,
+    and truncates it; nothing is streamed or spilled, and the loop ends."""
+    rb, ev = _rb(18, 136 * 3, aborted={10, 11})
+    _insert(rb, 10, 100)
+    for i in range(12):
+        _insert(rb, 11, 110 + i, top=10)
+    top, sub = rb.by_txn[10], rb.by_txn[11]
+    assert top.txn_flags & RBTXN_IS_ABORTED and sub.txn_flags & RBTXN_IS_ABORTED
+    assert rb.size == 0 and ev == []
+    assert rb.stats.stream_count == 0 and rb.stats.spill_count == 0
 
 
 def test_pg17_streams_the_same_aborted_transaction() -> None:

@@ -1157,17 +1157,17 @@ class ReorderBuffer:
             txn = None
             if self.streaming_requested and self.can_start_streaming():
                 txn = self._largest_streamable_top_txn()
+            # a transaction found aborted (18) is truncated instead of evicted; either
+            # way something must have been freed, or the loop would not end
             if txn is not None:
-                if check_aborted and self.check_and_truncate_aborted_txn(txn):
-                    continue
-                self.stream_txn(txn)
+                if not (check_aborted and self.check_and_truncate_aborted_txn(txn)):
+                    self.stream_txn(txn)
             else:
                 txn = self._txn_to_evict()
                 if txn is None:
                     return
-                if check_aborted and self.check_and_truncate_aborted_txn(txn):
-                    continue
-                self.serialize_txn(txn)
+                if not (check_aborted and self.check_and_truncate_aborted_txn(txn)):
+                    self.serialize_txn(txn)
             if self.size >= before:  # nothing could be evicted (PostgreSQL asserts)
                 return
 
@@ -1200,10 +1200,13 @@ class ReorderBuffer:
         cands.sort(key=_base_snapshot_lsn)
         largest: Optional[ReorderBufferTXN] = None
         need = self._streamable_flag
+        # 18 passes over a transaction found aborted: its subtransactions may still
+        # hold changes queued after it was truncated, which the spill path's
+        # ReorderBufferLargestTXN then finds (and truncates) one by one
+        skip = RBTXN_HAS_PARTIAL_CHANGE | (RBTXN_IS_ABORTED if self.major >= 18 else 0)
         for t in cands:
             if ((largest is None or t.total_size > largest.total_size) and t.total_size > 0
-                    and not t.txn_flags & RBTXN_HAS_PARTIAL_CHANGE
-                    and t.txn_flags & need == need):
+                    and not t.txn_flags & skip and t.txn_flags & need == need):
                 largest = t
         return largest
 
