@@ -272,6 +272,7 @@ class ReorderBufferTXN:
         "inval_relids",
         "inval_catcache",
         "distr_invals",
+        "ndistr_invals",
         "replay_state",
         "total_size",
         "snapshot_now",
@@ -321,6 +322,8 @@ class ReorderBufferTXN:
         #: the txn's own; None once past MAX_DISTR_INVAL_MSG_PER_TXN (overflowed: the
         #: whole cache is reset instead)
         self.distr_invals: Optional[List[Invalidations]] = []
+        #: txn->ninvalidations_distributed: the messages in ``distr_invals``
+        self.ndistr_invals = 0
         #: (snapshot_now, command_id, copied) saved at the end of a streaming run
         #: (ReorderBufferSaveTXNSnapshot): the next run goes on from there
         self.replay_state: Optional[Tuple[Any, int, bool]] = None
@@ -692,11 +695,12 @@ class ReorderBuffer:
         top = txn.toptxn if txn.toptxn is not None else txn
         kept = top.distr_invals
         if kept is not None:
-            held = sum(i.nmsgs for i in kept)
-            if held + invals.nmsgs >= MAX_DISTR_INVAL_MSG_PER_TXN:
+            if top.ndistr_invals + invals.nmsgs >= MAX_DISTR_INVAL_MSG_PER_TXN:
                 top.distr_invals = None  # RBTXN_DISTR_INVAL_OVERFLOWED
+                top.ndistr_invals = 0
             else:
                 kept.append(invals)
+                top.ndistr_invals += invals.nmsgs
         self.queue_change(xid, lsn, ReorderBufferChange(CHANGE_INVALIDATION, data=invals))
 
     def immediate_invalidation(self, invals: Invalidations) -> None:
@@ -983,6 +987,7 @@ class ReorderBuffer:
         txn.inval_relids = []
         txn.inval_catcache = []
         txn.distr_invals = []
+        txn.ndistr_invals = 0
 
     def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferTruncateTXN (txn_prepared): drop the changes, keep the txn."""
