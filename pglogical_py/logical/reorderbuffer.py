@@ -427,8 +427,10 @@ class ReorderBuffer:
         self.server_version_num = 0
         #: the release drops an aborted subxact's NEW_CIDs (_releases.TUPLECID_SUBXID)
         self.cleans_aborted_tuplecids = False
-        #: the release keeps invalidations handed over by other transactions apart
-        #: from the txn's own (_releases.DISTRIBUTED_INVALS_APART)
+        #: the release hands a committing txn's invalidations to the running ones
+        #: (_releases.DISTRIBUTES_INVALIDATIONS), kept apart from their own
+        #: (_releases.DISTRIBUTED_INVALS_APART)
+        self.distributes_invalidations = True
         self.distributed_invals_apart = True
         self._layout = _memory.layout(15)
         self.set_major(major or 15, server_version_num)
@@ -1098,6 +1100,8 @@ class ReorderBuffer:
         self.server_version_num = server_version_num
         self.cleans_aborted_tuplecids = _releases.has(_releases.TUPLECID_SUBXID, major,
                                                       server_version_num)
+        self.distributes_invalidations = _releases.has(_releases.DISTRIBUTES_INVALIDATIONS,
+                                                       major, server_version_num)
         self.distributed_invals_apart = _releases.has(_releases.DISTRIBUTED_INVALS_APART,
                                                       major, server_version_num)
         #: the flag a txn needs to be streamed: RBTXN_HAS_STREAMABLE_CHANGE from 16

@@ -87,7 +87,6 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import SnapshotBuildError
 from ..lsn import InvalidTransactionId, format_lsn, xid_follows, xid_precedes
-from . import _releases
 from .reorderbuffer import ReorderBuffer
 
 
@@ -513,8 +512,7 @@ class SnapBuild:
         reorder = self.reorder
         snap = self.snapshot
         invals = None
-        distributes = _releases.has(_releases.DISTRIBUTES_INVALIDATIONS, reorder.major,
-                                    reorder.server_version_num)
+        distributes = reorder.distributes_invalidations
         for txn in list(reorder.toplevel_by_lsn.values()):
             if not reorder.xid_has_base_snapshot(txn.xid):
                 continue
