@@ -52,6 +52,9 @@ def test_lane_and_callbacks_give_postgres_bytes(case: Any, monkeypatch: Any) -> 
         return counted
 
     monkeypatch.setattr(TestDecoding, "fast_change", counting)
+    # the lane from each relation's first rows on (by default a relation's printers
+    # are compiled after COMPILE_AFTER rows, more than most fixtures hold)
+    monkeypatch.setattr(TestDecoding, "COMPILE_AFTER", 0)
     assert decode_fixture(wdir, sub, optionset) == want
     with_lane = rows_by_lane[0]
     # without the lane every row goes through change_cb_wrapper
@@ -100,3 +103,28 @@ def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:
 
     monkeypatch.setattr(_runtime.os, "execve", boom)
     _runtime.reexec_tuned(["decode"])
+
+
+@pytest.mark.parametrize("case", _LANE_CASES, ids=[_ids(c) for c in _LANE_CASES])
+def test_printers_compiled_only_after_compile_after_rows(case: Any, monkeypatch: Any) -> None:
+    """A relation's rows go through the interpreted printers until COMPILE_AFTER of
+    them were printed (nothing compiled for a relation with a few rows), through its
+    compiled printers and the lane after that: PostgreSQL's bytes either way."""
+    from pglogical_py.plugins import test_decoding as td
+
+    wdir, sub, optionset = case
+    want = expected_output(wdir, sub, optionset)
+    calls: List[str] = []
+    for name in ("_compile_formatter", "_compile_row"):
+        orig = getattr(td, name)
+        monkeypatch.setattr(td, name, lambda *a, _o=orig, _n=name, **kw: (
+            calls.append(_n), _o(*a, **kw))[1])
+    compiled = {}
+    for after in (10 ** 9, 3):
+        monkeypatch.setattr(TestDecoding, "COMPILE_AFTER", after)
+        del calls[:]
+        assert decode_fixture(wdir, sub, optionset) == want
+        compiled[after] = len(calls)
+    assert compiled[10 ** 9] == 0
+    if want.count(b"\ttable ") >= 20:
+        assert compiled[3] > 0

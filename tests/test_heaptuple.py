@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pglogical_py.access import heaptuple
 from pglogical_py.access.heaptuple import (
     deform_tuple,
+    deform_tuple_adaptive,
     deform_tuple_compiled,
     deform_tuple_generic,
     deform_wal_tuple,
@@ -178,3 +180,19 @@ def test_compiled_deformer_cached_per_descriptor() -> None:
     assert fn is not None
     deform_tuple_compiled(desc, im2, im, hoff, wal)
     assert desc._deformer is fn
+
+
+def test_adaptive_deformer_compiles_after_its_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A descriptor's first COMPILE_AFTER tuples take the generic loop (no code compiled
+    for a relation with a few rows), the next ones the compiled deformer; the values
+    are the same either way."""
+    monkeypatch.setattr(heaptuple, "COMPILE_AFTER", 3)
+    desc = make_desc(["int4", "text", "int8"])
+    im2, im, hoff, wal = fill_tuple(desc, [b"\1\0\0\0", varlena(b"abc", True), None])
+    want = deform_tuple_generic(desc, im2, im, hoff, wal)
+    for _ in range(3):
+        assert deform_tuple_adaptive(desc, im2, im, hoff, wal) == want
+        assert desc._deformer is None
+    assert deform_tuple_adaptive(desc, im2, im, hoff, wal) == want
+    assert desc._deformer is not None
+    assert desc._deform_uses == 4

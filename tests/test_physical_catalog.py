@@ -311,16 +311,75 @@ def test_rows_at_classified_equals_every_version_tested(fixture: Path,
     xids, its rows are those of HeapTupleSatisfiesHistoricMVCC over every version."""
     slot = json.loads((fixture / "slot.json").read_text())
     base = int(slot["catalog_xmin"])
-    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_VOLATILE", 1)
-    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_USES", 1)
+    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_WORK", 0)
     pc = PhysicalCatalog.load(str(fixture / "physical"))
     snaps = _snapshots(pc, base)
     assert len(snaps) >= 3
-    served = 0
+    served = {"plain": 0, "settled": 0}
     for snap in snaps:
         for name in ("pg_class", "pg_attribute", "pg_type", "pg_namespace"):
             expected = [pc.row(tv) for tv in pc.versions(name) if pc.visible(tv, snap)]
             got = pc.rows_at(name, snap)
             assert [id(r) for r in got] == [id(r) for r in expected], (name, snap)
-            served += pc._heaps[name].classes is not None
-    assert served
+            heap = pc._heaps[name]
+            if heap.settled is not None and heap.settled.serves(snap):
+                served["settled"] += 1
+            elif heap.plain is not None and not transaction_id_precedes(
+                    snap.xmin, heap.plain.horizon):
+                served["plain"] += 1
+    # classes settling committed xids served snapshots, and so did the plain ones (an
+    # older snapshot, one whose own xid the settled classes took as committed)
+    assert served["settled"] and served["plain"], served
+    # a snapshot taking one of the settled xids as its own (NEW_CIDs: command 0 only)
+    heap = pc._heaps["pg_attribute"]
+    last = [s for s in snaps if s.xip and not s.subxip][-1]
+    heap.settled = pc._classified(heap, last, True)
+    x = max(last.xip)
+    tc = TupleCids()
+    for tv in pc.versions("pg_attribute"):
+        if tv.header.t_xmin == x:
+            tc.add(*tv.key, 1, InvalidCommandId)
+    mine = HistoricSnapshot(last.xmin, last.xmax, xip=list(last.xip), subxip=[x], curcid=1,
+                            tuplecids=tc)
+    expected = [pc.row(tv) for tv in pc.versions("pg_attribute") if pc.visible(tv, mine)]
+    assert [id(r) for r in pc.rows_at("pg_attribute", mine)] == [id(r) for r in expected]
+
+
+def _indexes_of(cat: CatalogSnapshot) -> dict:  # type: ignore[type-arg]
+    """A CatalogSnapshot's look-up tables, rows named by identity (lists as sets: the
+    order of a relation's attributes or indexes is not looked at)."""
+    out = {}
+    for attr in ("_class", "_by_filenode", "_toast_owner", "_by_name", "_type_rows",
+                 "_range_subtype", "_inh_parent", "_roles", "_nspname"):
+        d = getattr(cat, attr)
+        out[attr] = None if d is None else {k: (id(v) if isinstance(v, dict) else v)
+                                            for k, v in d.items()}
+    for attr in ("_attrs", "_indexes", "_enum_rows"):
+        out[attr] = {k: sorted(id(r) for r in v) for k, v in getattr(cat, attr).items()}
+    return out
+
+
+@pytest.mark.skipif(not PHYSICAL_FIXTURES, reason="no fixture has a physical catalog")
+@pytest.mark.parametrize("fixture", [p for p in PHYSICAL_FIXTURES if p.name.startswith("ddl")],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_catalog_at_from_parts_equals_a_full_build(fixture: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """catalog_at derives each table's look-up tables from those of its always-visible
+    rows (built once) and the visible others: the same tables as a CatalogSnapshot
+    built from all the rows, for every snapshot of the rows_at test."""
+    slot = json.loads((fixture / "slot.json").read_text())
+    monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_WORK", 0)
+    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    derived = 0
+    for snap in _snapshots(pc, int(slot["catalog_xmin"])):
+        cat = pc.catalog_at(snap)
+        data = {"lsn": pc.lsn, "server_version_num": pc.server_version_num,
+                "database": {"oid": pc.database_oid, "datname": pc.datname,
+                             "encoding": pc.encoding}}
+        for name in pc.layouts:
+            if name != "pg_proc":
+                data[name] = pc.rows_at(name, snap)
+        assert _indexes_of(cat) == _indexes_of(CatalogSnapshot(data)), snap
+        derived += any(pc._heaps[n].settled is not None for n in ("pg_class", "pg_attribute"))
+    assert derived
+    assert {"pg_class", "pg_attribute", "pg_type"} <= set(pc._part_cache)

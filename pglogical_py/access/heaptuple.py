@@ -51,6 +51,9 @@ NOTES
     On PyPy the loop wins for wide descriptors (its JIT specialises the loop
     itself; straight-line functions of hundreds of attributes exceed its trace
     limits), so there ``deform_tuple`` is the generic loop (``USE_COMPILED``).
+    On CPython a descriptor's first ``COMPILE_AFTER`` tuples take the loop too:
+    compiling (~0.4 ms) pays back only after ~150 tuples, and WAL with DDL in it
+    makes a new descriptor per ALTER, often for a few rows each.
 
 INVARIANTS
     The result has exactly ``tupdesc.natts`` entries.  Malformed input (data
@@ -307,8 +310,27 @@ def deform_tuple_compiled(
 #: attributes exceed its trace limits and ran 5-20x slower than the loop there.
 USE_COMPILED = sys.implementation.name == "cpython"  # (not platform: 15 ms on PyPy)
 
+#: tuples of a descriptor deformed by the generic loop before its deformer is compiled
+#: (CPython): compiling costs about as much as ~150 tuples gain from it, which a
+#: relation with a few rows (DDL-heavy WAL: a new descriptor per ALTER) never repays
+COMPILE_AFTER = 128
+
+
+def deform_tuple_adaptive(
+    tupdesc: TupleDesc, infomask2: int, infomask: int, hoff: int, data: bytes, pos: int = 0
+) -> List[Value]:
+    """heap_deform_tuple: the generic loop for a descriptor's first ``COMPILE_AFTER``
+    tuples, its compiled deformer after that."""
+    if tupdesc._deformer is None:
+        n = tupdesc._deform_uses + 1
+        tupdesc._deform_uses = n
+        if n <= COMPILE_AFTER:
+            return deform_tuple_generic(tupdesc, infomask2, infomask, hoff, data, pos)
+    return deform_tuple_compiled(tupdesc, infomask2, infomask, hoff, data, pos)
+
+
 deform_tuple: Callable[..., List[Value]] = (
-    deform_tuple_compiled if USE_COMPILED else deform_tuple_generic
+    deform_tuple_adaptive if USE_COMPILED else deform_tuple_generic
 )
 
 

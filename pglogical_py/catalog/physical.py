@@ -104,7 +104,7 @@ import json
 import struct
 from bisect import bisect_left
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..access.detoast import (
     ToastPointer,
@@ -132,7 +132,7 @@ from ._files import FileAccess
 from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
 from .relation import Attribute, FirstUnpinnedObjectId, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
-from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot
+from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot, TablePart
 from .subtrans import SubTrans
 from .visibility import (
     HEAP_XMIN_FROZEN,
@@ -208,8 +208,7 @@ class _Heap:
     """One catalog relation's file and descriptor."""
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
-                 "horizon", "classes", "nvolatile", "uses", "stable_idx", "stable_rows",
-                 "volatile_idx", "xmax_of")
+                 "plain", "settled")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -222,21 +221,66 @@ class _Heap:
             Attribute(i + 1, c[0], c[1], -1, c[2], c[3], c[4]) for i, c in enumerate(columns)])
         self.toast: Optional[_Heap] = None
         self.versions: Optional[List[TupleVersion]] = None
-        #: visibility classes of ``versions`` for snapshots whose xmin is not before
-        #: ``horizon`` (``_classify``): 0 invisible, 1 visible, else depends on the snapshot
-        self.horizon: Optional[int] = None
-        self.classes: Optional[List[int]] = None
-        self.nvolatile = 0
-        #: rows_at calls served by ``classes`` since they were computed
-        self.uses = 0
-        #: positions (in ``versions``) of the always-visible versions and their rows;
-        #: positions of the versions that depend on the snapshot
+        #: visibility classes of ``versions`` (``_Classes``): ``plain`` at a horizon only,
+        #: ``settled`` also taking a set of committed xids as settled
+        self.plain: Optional[_Classes] = None
+        self.settled: Optional[_Classes] = None
+
+
+class _Classes:
+    """A heap's versions classified once for many historic snapshots (``_classify``).
+
+    Valid for every snapshot whose xmin is not before ``horizon`` and which sees each
+    xid of ``committed`` as committed (in its committed array, or before its xmin) and
+    none of them as its own: for those snapshots an xmin or xmax before the horizon or
+    in ``committed`` gets the same answer from HeapTupleSatisfiesHistoricMVCC.
+    """
+
+    __slots__ = ("horizon", "committed", "classes", "stable_idx", "stable_rows",
+                 "volatile_idx", "xmax_of", "groups", "group_keys", "groups_of_xid",
+                 "groups_full", "work")
+
+    def __init__(self, horizon: int, committed: FrozenSet[int]) -> None:
+        self.horizon = horizon
+        self.committed = committed
+        #: per version: 0 invisible, 1 visible, 2 depends on the snapshot, else the
+        #: version's xmin (normal, at or after the horizon, not in ``committed``)
+        self.classes: List[int] = []
+        #: positions (in ``versions``) of the always-visible versions and their rows
+        #: (the list object stays the same while these classes are used: CatalogSnapshot
+        #: caches the indexes it builds from it); positions of the others that may be
         self.stable_idx: List[int] = []
         self.stable_rows: List[Dict[str, Any]] = []
         self.volatile_idx: List[int] = []
         #: per version: 0 when its xmax cannot hide it (invalid or only a lock), -1
         #: for a MultiXactId, else the deleting xid
         self.xmax_of: List[int] = []
+        #: the volatile versions grouped by (xmin class, xmax_of): HeapTupleSatisfies-
+        #: HistoricMVCC's answer for an xmin at or after the horizon depends on the pair
+        #: only, unless it takes the full test.  Sorted by the xmin's distance from the
+        #: horizon (``group_keys``, for the cut at a snapshot's xmax); the groups whose
+        #: class is 2 are ``groups_full``.  ``groups_of_xid``: xmin -> groups.
+        self.groups: List[Tuple[int, int, List[int]]] = []
+        self.groups_full: List[Tuple[int, int, List[int]]] = []
+        self.group_keys: List[int] = []
+        self.groups_of_xid: Dict[int, List[Tuple[int, int, List[int]]]] = {}
+        #: group decisions and versions tested one by one for the snapshots served
+        self.work = 0
+
+    def serves(self, snapshot: HistoricSnapshot) -> bool:
+        """Valid for ``snapshot`` (see the class docstring)."""
+        xmin = snapshot.xmin
+        if transaction_id_precedes(xmin, self.horizon):
+            return False
+        committed = self.committed
+        if not committed:
+            return True
+        if committed & snapshot._subxip_set:
+            return False
+        if committed <= snapshot._xip_set:
+            return True
+        xip = snapshot._xip_set
+        return all(x in xip or transaction_id_precedes(x, xmin) for x in committed)
 
 
 class PhysicalCatalog:
@@ -305,6 +349,11 @@ class PhysicalCatalog:
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
         self._cache: OrderedDict[Tuple[object, ...], CatalogSnapshot] = OrderedDict()
+        #: per catalog table, the indexes CatalogSnapshot built from its always-visible
+        #: rows (see CatalogSnapshot's ``parts``)
+        self._part_cache: Dict[str, Any] = {}
+        #: the always-visible pg_attribute rows whose attmissingval texts are filled
+        self._filled_stable: Optional[List[Dict[str, Any]]] = None
         self.cache_size = cache_size
         #: how many CatalogSnapshots were dropped from the bounded cache
         self.cache_evictions = 0
@@ -695,88 +744,162 @@ class PhysicalCatalog:
         it (``_classify``); the others were classified once for every snapshot whose
         xmin is not before the heap's horizon.
         """
+        return self._rows_and_part(catalog, snapshot)[0]
+
+    def _rows_and_part(self, catalog: str, snapshot: Optional[HistoricSnapshot]
+                       ) -> Tuple[List[Dict[str, Any]], Optional[TablePart]]:
+        """``rows_at``'s rows and, when the heap's classes served the snapshot, the
+        part (the heap's always-visible rows, the same list object until the heap is
+        classified again; the visible volatile ones) from which CatalogSnapshot derives
+        the table's indexes without going over the always-visible rows again."""
         heap = self._heaps[catalog]
         versions = self._load(heap)
-        classes = None if snapshot is None else self._classes_for(heap, snapshot)
-        if classes is None or snapshot is None:
+        cls = None if snapshot is None else self._classes_for(heap, snapshot)
+        if cls is None or snapshot is None:
             return [self._deform_cached(heap, tv) for tv in versions
-                    if self.visible(tv, snapshot)]
-        clog, multis = self.clog, self.multixacts
-        sxmin, sxmax, own = snapshot.xmin, snapshot.xmax, snapshot._subxip_set
-        committed, xmax_of = snapshot._xip_set, heap.xmax_of
-        seen: List[int] = []
-        for i in heap.volatile_idx:
-            c = classes[i]
-            if c > 2 and c not in own:
-                # c is an xmin at or after the horizon, not one of the snapshot's own
-                # xids: HeapTupleSatisfiesHistoricMVCC's tests written out for xids in
-                # or after [snapshot xmin, xmax) (TransactionIdPrecedes as arithmetic);
-                # an xid before the snapshot's xmin (the commit log) or a multixact
-                # takes the full test
-                if (c - sxmax) & 0xFFFFFFFF < 0x80000000:
-                    continue  # inserted from the xmax on: invisible
-                if (c - sxmin) & 0xFFFFFFFF < 0x80000000:
-                    if c not in committed:
-                        continue  # in [xmin, xmax), not committed before us
-                    x = xmax_of[i]
-                    if x == 0 or (x > 2 and x not in own
-                                  and (x - sxmax) & 0xFFFFFFFF < 0x80000000):
-                        seen.append(i)  # no deleter, or deleted from the xmax on
-                        continue
-                    if x > 2 and x not in own and (x - sxmin) & 0xFFFFFFFF < 0x80000000:
-                        if x not in committed:
-                            seen.append(i)  # deleter in [xmin, xmax), not committed
-                        continue
-            tv = versions[i]
-            if satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
-                seen.append(i)
-        stable = heap.stable_rows
+                    if self.visible(tv, snapshot)], None
+        seen = self._visible_volatile(heap, cls, snapshot)
+        stable = cls.stable_rows
         if not seen:
-            return list(stable)
+            return list(stable), (stable, [])
         # the visible volatile versions slotted in between the stable ones, so that
         # the rows stay in physical order (as a scan returns them)
         out: List[Dict[str, Any]] = []
+        extra: List[Dict[str, Any]] = []
         pos = 0
         for i in seen:
-            at = bisect_left(heap.stable_idx, i)
+            at = bisect_left(cls.stable_idx, i)
             out += stable[pos:at]
             tv = versions[i]
-            out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+            row = tv._row if tv._row is not None else self._deform_cached(heap, tv)
+            out.append(row)
+            extra.append(row)
             pos = at
         out += stable[pos:]
-        return out
+        return out, (stable, extra)
 
-    #: re-classify a heap at a later horizon once this many of its versions depend on
-    #: the snapshot and the classes served this many look-ups
-    RECLASSIFY_VOLATILE = 512
-    RECLASSIFY_USES = 8
+    #: classify a heap's versions again (at a later xmin, or settling more committed
+    #: xids) once the snapshots it served cost RECLASSIFY_WORK times its number of
+    #: versions in group decisions and versions tested one by one: classifying costs
+    #: about that much, so at most half of the time goes to either
+    RECLASSIFY_WORK = 4
 
-    def _classes_for(self, heap: _Heap, snapshot: HistoricSnapshot) -> Optional[List[int]]:
+    def _classes_for(self, heap: _Heap, snapshot: HistoricSnapshot) -> Optional[_Classes]:
         """The heap's visibility classes valid for ``snapshot``, or None (test every
-        version): computed at the snapshot's xmin the first time, and again at a later
-        xmin when many versions were left depending on the snapshot."""
+        version).
+
+        ``plain``: computed at the snapshot's xmin the first time, and again at a later
+        xmin once it cost enough work (RECLASSIFY_WORK).  ``settled``: the same with the
+        snapshot's committed xids taken as settled, made when ``plain`` cost enough work
+        (a builder whose xmin does not move between xl_running_xacts: every DDL
+        transaction since leaves versions the plain classes cannot settle), again when
+        it cost as much and the snapshot has more to settle; an older snapshot, not
+        seeing all those xids as committed, has ``plain``.
+        """
         xmin = snapshot.xmin
         if not transaction_id_is_normal(xmin) or any(
                 not transaction_id_is_normal(x) or transaction_id_precedes(x, xmin)
                 for x in snapshot.subxip):
             return None
-        h = heap.horizon
-        if h is not None and transaction_id_precedes(xmin, h):
+        versions = self._load(heap)
+        enough = self.RECLASSIFY_WORK * max(len(versions), 64)
+        settled = heap.settled
+        if settled is not None and settled.serves(snapshot):
+            if settled.work >= enough and (xmin != settled.horizon
+                                           or not snapshot._xip_set <= settled.committed):
+                settled = heap.settled = self._classified(heap, snapshot, True)
+            return settled
+        plain = heap.plain
+        if plain is not None and transaction_id_precedes(xmin, plain.horizon):
             return None  # an older snapshot (a long transaction's base snapshot)
-        if (heap.classes is None or (
-                h != xmin and heap.nvolatile >= self.RECLASSIFY_VOLATILE
-                and heap.uses >= self.RECLASSIFY_USES)):
-            versions = self._load(heap)
-            heap.classes = classes = [self._classify(tv, xmin) for tv in versions]
-            heap.horizon = xmin
-            heap.stable_idx = [i for i, c in enumerate(classes) if c == 1]
-            heap.stable_rows = [self._deform_cached(heap, versions[i]) for i in heap.stable_idx]
-            heap.volatile_idx = [i for i, c in enumerate(classes) if c > 1]
-            heap.xmax_of = [self._xmax_of(tv) for tv in versions]
-            heap.nvolatile = len(heap.volatile_idx)
-            heap.uses = 0
-        heap.uses += 1
-        return heap.classes
+        if plain is None or (plain.horizon != xmin and plain.work >= enough):
+            plain = heap.plain = self._classified(heap, snapshot, False)
+        if settled is None and snapshot._xip_set and plain.work >= enough:
+            # much work left by committed xids the plain classes cannot settle: settle
+            # this snapshot's (an older snapshot keeps ``plain``)
+            settled = heap.settled = self._classified(heap, snapshot, True)
+            return settled
+        return plain
+
+    def _classified(self, heap: _Heap, snapshot: HistoricSnapshot, settle: bool) -> _Classes:
+        """The heap's versions classified at ``snapshot``'s xmin (and its committed
+        xids as settled)."""
+        versions = self._load(heap)
+        xmin = snapshot.xmin
+        cls = _Classes(xmin, snapshot._xip_set if settle else frozenset())
+        cls.classes = classes = [self._classify(tv, xmin, cls.committed) for tv in versions]
+        cls.stable_idx = [i for i, c in enumerate(classes) if c == 1]
+        cls.stable_rows = [self._deform_cached(heap, versions[i]) for i in cls.stable_idx]
+        cls.volatile_idx = [i for i, c in enumerate(classes) if c > 1]
+        cls.xmax_of = [self._xmax_of(tv) for tv in versions]
+        self._group_volatile(cls)
+        return cls
+
+    @staticmethod
+    def _group_volatile(cls: _Classes) -> None:
+        """Fill ``groups`` / ``group_keys`` / ``groups_of_xid`` / ``groups_full``."""
+        classes, xmax_of, horizon = cls.classes, cls.xmax_of, cls.horizon
+        by_pair: Dict[Tuple[int, int], List[int]] = {}
+        for i in cls.volatile_idx:
+            by_pair.setdefault((classes[i], xmax_of[i]), []).append(i)
+        keyed = sorted(((c - horizon) & 0xFFFFFFFF, c, x, idx)
+                       for (c, x), idx in by_pair.items() if c > 2)
+        cls.group_keys = [k for k, _c, _x, _idx in keyed]
+        cls.groups = [(c, x, idx) for _k, c, x, idx in keyed]
+        cls.groups_full = [(c, x, idx) for (c, x), idx in by_pair.items() if c <= 2]
+        cls.groups_of_xid = {}
+        for g in cls.groups:
+            cls.groups_of_xid.setdefault(g[0], []).append(g)
+
+    def _visible_volatile(self, heap: _Heap, cls: _Classes, snapshot: HistoricSnapshot
+                          ) -> List[int]:
+        """Positions of ``heap``'s volatile versions visible to ``snapshot``, ascending.
+
+        A group (one xmin class and xmax) is decided once: HeapTupleSatisfiesHistoricMVCC's
+        tests written out for xids in or after the snapshot's [xmin, xmax) (Transaction-
+        IdPrecedes as arithmetic).  An xmin at or after the snapshot's xmax hides its
+        groups unless it is one of the snapshot's own xids, so the groups past that cut
+        are not looked at; an xid before the snapshot's xmin (the commit log), one of the
+        snapshot's own, a multixact or a class-2 version takes the full test, version by
+        version.
+        """
+        assert heap.versions is not None
+        sxmin, sxmax, own = snapshot.xmin, snapshot.xmax, snapshot._subxip_set
+        committed = snapshot._xip_set
+        versions, clog, multis = heap.versions, self.clog, self.multixacts
+        groups = cls.groups
+        cut = bisect_left(cls.group_keys, (sxmax - cls.horizon) & 0xFFFFFFFF)
+        todo = groups[:cut] + cls.groups_full
+        if cut < len(groups):
+            for xid in own:
+                if xid in cls.groups_of_xid and (
+                        (xid - sxmax) & 0xFFFFFFFF < 0x80000000):  # own, past the cut
+                    todo += cls.groups_of_xid[xid]
+        seen: List[int] = []
+        work = len(todo)
+        for c, x, idx in todo:
+            if c > 2 and c not in own:
+                if (c - sxmax) & 0xFFFFFFFF < 0x80000000:
+                    continue  # inserted from the xmax on: invisible
+                if (c - sxmin) & 0xFFFFFFFF < 0x80000000:
+                    if c not in committed:
+                        continue  # in [xmin, xmax), not committed before us
+                    if x == 0 or (x > 2 and x not in own
+                                  and (x - sxmax) & 0xFFFFFFFF < 0x80000000):
+                        seen += idx  # no deleter, or deleted from the xmax on
+                        continue
+                    if x > 2 and x not in own and (x - sxmin) & 0xFFFFFFFF < 0x80000000:
+                        if x not in committed:
+                            seen += idx  # deleter in [xmin, xmax), not committed
+                        continue
+            work += len(idx)
+            for i in idx:
+                tv = versions[i]
+                if satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
+                    seen.append(i)
+        cls.work += work
+        seen.sort()
+        return seen
 
     @staticmethod
     def _xmax_of(tv: TupleVersion) -> int:
@@ -789,13 +912,16 @@ class PhysicalCatalog:
             return -1
         return int(tv.header.t_xmax)
 
-    def _classify(self, tv: TupleVersion, horizon: int) -> int:
+    def _classify(self, tv: TupleVersion, horizon: int,
+                  committed: FrozenSet[int] = frozenset()) -> int:
         """HeapTupleSatisfiesHistoricMVCC's answer for every historic snapshot whose
-        xmin is not before ``horizon`` and whose own xids are not either: 0 invisible,
-        1 visible, 2 it depends on the snapshot, or the version's xmin (a normal xid,
-        so above 2) when that is at or after the horizon.  An xmin / xmax before the horizon is
+        xmin is not before ``horizon``, which sees the xids of ``committed`` as committed
+        and none of them as its own: 0 invisible, 1 visible, 2 it depends on the
+        snapshot, or the version's xmin (a normal xid, so above 2) when that is at or
+        after the horizon and not in ``committed``.  An xmin / xmax before the horizon is
         before every such snapshot's xmin and none of its own xids, so its test is the
-        commit log's, the same for all of them."""
+        commit log's, the same for all of them; one in ``committed`` is in the
+        snapshot's committed array (or before its xmin, and committed)."""
         h = tv.header
         infomask = h.t_infomask
         if (infomask & HEAP_XMIN_FROZEN) == HEAP_XMIN_INVALID:
@@ -803,8 +929,9 @@ class PhysicalCatalog:
         if (infomask & HEAP_XMIN_FROZEN) != HEAP_XMIN_FROZEN:
             xmin = h.t_xmin
             if not transaction_id_precedes(xmin, horizon):
-                return xmin if transaction_id_is_normal(xmin) else 2
-            if not (infomask & HEAP_XMIN_COMMITTED) and not self.clog.did_commit(xmin):
+                if xmin not in committed:
+                    return xmin if transaction_id_is_normal(xmin) else 2
+            elif not (infomask & HEAP_XMIN_COMMITTED) and not self.clog.did_commit(xmin):
                 return 0
         if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
             return 1
@@ -812,7 +939,7 @@ class PhysicalCatalog:
         if infomask & HEAP_XMAX_IS_MULTI:
             xmax = self.multixacts.update_xid(xmax) if self.multixacts is not None else 0
         if not transaction_id_precedes(xmax, horizon):
-            return 2
+            return 0 if xmax in committed else 2
         if infomask & HEAP_XMAX_COMMITTED:
             return 0
         return 0 if self.clog.did_commit(xmax) else 1
@@ -863,12 +990,24 @@ class PhysicalCatalog:
             "database": {"oid": self.database_oid, "datname": self.datname,
                          "encoding": self.encoding},
         }
+        parts: Dict[str, TablePart] = {}
         for name in self.layouts:
             if name == "pg_proc":
                 continue
-            data[name] = self.rows_at(name, snapshot)
-        cat = CatalogSnapshot(data, source=self.source)
-        self._fill_missing_values(cat, data["pg_attribute"])
+            data[name], part = self._rows_and_part(name, snapshot)
+            if part is not None:
+                parts[name] = part
+        cat = CatalogSnapshot(data, source=self.source, parts=parts,
+                              part_cache=self._part_cache)
+        att = parts.get("pg_attribute")
+        if att is None:
+            self._fill_missing_values(cat, data["pg_attribute"])
+        else:
+            # the always-visible rows were filled when their list was first used
+            if self._filled_stable is not att[0]:
+                self._fill_missing_values(cat, att[0])
+                self._filled_stable = att[0]
+            self._fill_missing_values(cat, att[1])
         self._cache[key] = cat
         if len(self._cache) > self.cache_size:
             # the least recently used snapshot goes; built again if asked for again

@@ -151,12 +151,14 @@ class TupleDesc:
     is cached on the object the first time a tuple is deformed.
     """
 
-    __slots__ = ("attrs", "natts", "_deformer", "__weakref__")
+    __slots__ = ("attrs", "natts", "_deformer", "_deform_uses", "__weakref__")
 
     def __init__(self, attrs: Sequence[Attribute]) -> None:
         self.attrs: Tuple[Attribute, ...] = tuple(attrs)
         self.natts = len(self.attrs)
         self._deformer: Optional[Callable[..., List[Any]]] = None
+        #: tuples deformed before ``_deformer`` was compiled (heaptuple.COMPILE_AFTER)
+        self._deform_uses = 0
         for i, att in enumerate(self.attrs):
             if att.attnum != i + 1:
                 raise ValueError(f"attribute {att!r} out of order at position {i + 1}")

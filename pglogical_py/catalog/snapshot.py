@@ -80,7 +80,19 @@ import itertools
 import json
 import os
 import zlib
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from ..errors import CatalogError, UnknownRelationError
 from ..lsn import format_lsn, parse_lsn
@@ -509,20 +521,98 @@ def decode_export_bytes(raw: bytes, source: Optional[str] = None) -> Dict[str, A
     return data
 
 
+#: one catalog table's rows as (always-visible rows, the other visible rows): see
+#: CatalogSnapshot's ``parts``
+TablePart = Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]
+
+
+def _merge_dicts(base: Dict[Any, Any], extra: Dict[Any, Any]) -> Dict[Any, Any]:
+    if not extra:
+        return base
+    out = base.copy()
+    out.update(extra)
+    return out
+
+
+def _merge_lists(base: Dict[Any, List[Any]], extra: Dict[Any, List[Any]]
+                 ) -> Dict[Any, List[Any]]:
+    if not extra:
+        return base
+    out = base.copy()
+    for k, rows in extra.items():
+        had = out.get(k)
+        out[k] = had + rows if had else rows
+    return out
+
+
+def _index_attrs(rows: List[Dict[str, Any]]) -> Tuple[Dict[int, List[Dict[str, Any]]]]:
+    attrs: Dict[int, List[Dict[str, Any]]] = {}
+    for r in rows:
+        if int(r["attnum"]) > 0:
+            attrs.setdefault(int(r["attrelid"]), []).append(r)
+    return (attrs,)
+
+
+def _index_indexes(rows: List[Dict[str, Any]]) -> Tuple[Dict[int, List[Dict[str, Any]]]]:
+    out: Dict[int, List[Dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(int(r["indrelid"]), []).append(r)
+    return (out,)
+
+
+def _index_roles(rows: List[Any]) -> Tuple[Dict[int, str]]:
+    return ({int(r["oid"]): str(r["rolname"]) for r in rows if isinstance(r, dict)},)
+
+
+def _index_inherits(rows: List[Any]) -> Tuple[Dict[int, int]]:
+    return ({int(r["inhrelid"]): int(r["inhparent"]) for r in rows
+             if isinstance(r, dict) and "inhrelid" in r},)
+
+
+def _index_types(rows: List[Dict[str, Any]]) -> Tuple[Dict[int, Dict[str, Any]]]:
+    return ({int(r["oid"]): r for r in rows},)
+
+
+def _index_enums(rows: List[Dict[str, Any]]) -> Tuple[Dict[int, List[Dict[str, Any]]]]:
+    out: Dict[int, List[Dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(int(r["enumtypid"]), []).append(r)
+    return (out,)
+
+
+def _index_ranges(rows: List[Dict[str, Any]]) -> Tuple[Dict[int, int]]:
+    return ({int(r["rngtypid"]): int(r["rngsubtype"]) for r in rows},)
+
+
 class CatalogSnapshot:
     """The catalog of one database at one LSN (relcache + syscache equivalents)."""
 
-    def __init__(self, data: Mapping[str, Any], *, source: Optional[str] = None) -> None:
-        """Build from the decoded JSON object; ``source`` names the file in errors."""
+    def __init__(self, data: Mapping[str, Any], *, source: Optional[str] = None,
+                 parts: Optional[Mapping[str, TablePart]] = None,
+                 part_cache: Optional[Dict[str, Any]] = None) -> None:
+        """Build from the decoded JSON object; ``source`` names the file in errors.
+
+        ``parts`` (the physical catalog's): per table, its rows split as
+        ``(always_visible, others)``, the first list kept as the same object while its
+        rows stay visible to every snapshot; the table's indexes are then the ones
+        built from ``always_visible`` (cached in ``part_cache`` by that object) plus
+        those of ``others``.  Every row of a table is in ``data`` either way.
+        """
         self.source = source
         if not isinstance(data, Mapping):
             raise self._error(f"top level is {type(data).__name__}, not a JSON object")
+        self._parts: Mapping[str, TablePart] = parts or {}
+        self._part_cache: Dict[str, Any] = part_cache if part_cache is not None else {}
         try:
             self._build(data)
         except CatalogError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise self._error(f"malformed catalog snapshot: {type(err).__name__}: {err}") from None
+        finally:
+            # the parts are only for the build: not kept alive by the snapshot
+            self._parts = {}
+            self._part_cache = {}
 
     # -- construction -------------------------------------------------------------------
 
@@ -606,36 +696,19 @@ class CatalogSnapshot:
                 self.default_tablespace = int(r["dattablespace"])
 
         # pg_class
-        self._class: Dict[int, Dict[str, Any]] = {}
-        self._by_filenode: Dict[Tuple[int, int, int], int] = {}
-        self._toast_owner: Dict[int, int] = {}
-        self._by_name: Dict[Tuple[str, str], int] = {}
-        for r in tables["pg_class"]:
-            oid = int(r["oid"])
-            self._class[oid] = r
-            nsp = self._nspname.get(int(r["relnamespace"]), "")
-            self._by_name[(nsp, r["relname"])] = oid
-            toast = _int(r.get("reltoastrelid"))
-            if toast:
-                self._toast_owner[toast] = oid
-            filenode = r.get("filenode")
-            if filenode is None:
-                filenode = r.get("relfilenode")
-            if not filenode:
-                continue
-            spc, dbid = self._locator_of(r)
-            self._by_filenode[(spc, dbid, int(filenode))] = oid
-
+        self._class: Dict[int, Dict[str, Any]]
+        self._by_filenode: Dict[Tuple[int, int, int], int]
+        self._toast_owner: Dict[int, int]
+        self._by_name: Dict[Tuple[str, str], int]
+        self._class, self._by_filenode, self._toast_owner, self._by_name = self._indexed(
+            "pg_class", tables["pg_class"], self._index_class, _merge_dicts,
+            (tuple(self._nspname.items()), self.default_tablespace, self.database_oid))
         # pg_attribute: user attributes per relation
-        self._attrs: Dict[int, List[Dict[str, Any]]] = {}
-        for r in tables["pg_attribute"]:
-            if int(r["attnum"]) > 0:
-                self._attrs.setdefault(int(r["attrelid"]), []).append(r)
-
+        self._attrs: Dict[int, List[Dict[str, Any]]] = self._indexed(
+            "pg_attribute", tables["pg_attribute"], _index_attrs, _merge_lists)[0]
         # pg_index
-        self._indexes: Dict[int, List[Dict[str, Any]]] = {}
-        for r in tables["pg_index"]:
-            self._indexes.setdefault(int(r["indrelid"]), []).append(r)
+        self._indexes: Dict[int, List[Dict[str, Any]]] = self._indexed(
+            "pg_index", tables["pg_index"], _index_indexes, _merge_lists)[0]
 
         self._collations: Optional[Tuple[Dict[int, Dict[str, Any]],
                                          Dict[Tuple[str, int, int], Dict[str, Any]]]] = None
@@ -643,27 +716,24 @@ class CatalogSnapshot:
         self._roles: Optional[Dict[int, str]] = None
         auth = data.get("pg_authid")
         if isinstance(auth, list):
-            self._roles = {int(r["oid"]): str(r["rolname"]) for r in auth
-                           if isinstance(r, dict)}
+            self._roles = self._indexed("pg_authid", auth, _index_roles, _merge_dicts)[0]
 
         # partitions (optional pg_inherits)
         self._inh_parent: Dict[int, int] = {}
         inh = data.get("pg_inherits")
         if isinstance(inh, list):
-            for r in inh:
-                if isinstance(r, dict) and "inhrelid" in r:
-                    self._inh_parent[int(r["inhrelid"])] = int(r["inhparent"])
+            self._inh_parent = self._indexed("pg_inherits", inh, _index_inherits,
+                                             _merge_dicts)[0]
 
         # types: the rows by oid now, a TypeInfo at its first look-up (_type)
-        self._type_rows: Dict[int, Dict[str, Any]] = {int(r["oid"]): r
-                                                      for r in tables["pg_type"]}
+        self._type_rows: Dict[int, Dict[str, Any]] = self._indexed(
+            "pg_type", tables["pg_type"], _index_types, _merge_dicts)[0]
         self._types: Dict[int, TypeInfo] = {}
         self._type_names: Optional[Set[Tuple[int, str]]] = None
-        self._enum_rows: Dict[int, List[Dict[str, Any]]] = {}
-        for r in tables["pg_enum"]:
-            self._enum_rows.setdefault(int(r["enumtypid"]), []).append(r)
-        self._range_subtype: Dict[int, int] = {int(r["rngtypid"]): int(r["rngsubtype"])
-                                               for r in tables["pg_range"]}
+        self._enum_rows: Dict[int, List[Dict[str, Any]]] = self._indexed(
+            "pg_enum", tables["pg_enum"], _index_enums, _merge_lists)[0]
+        self._range_subtype: Dict[int, int] = self._indexed(
+            "pg_range", tables["pg_range"], _index_ranges, _merge_dicts)[0]
 
         self.tables = tables
         self._relcache: Dict[int, Relation] = {}
@@ -673,6 +743,51 @@ class CatalogSnapshot:
             self.set_search_path([str(x) for x in path], user=str(user))
         else:
             self.set_search_path(["$user", "public"], user=str(user))
+
+    def _indexed(self, name: str, rows: List[Dict[str, Any]],
+                 build: Callable[[List[Dict[str, Any]]], Tuple[Any, ...]],
+                 merge: Callable[[Any, Any], Any], key: Tuple[Any, ...] = ()
+                 ) -> Tuple[Any, ...]:
+        """``build(rows)``, or, for a table given as a part, the indexes of its
+        always-visible rows (built once per list object and ``key``: what else the
+        build reads) merged with those of the other rows.  Built indexes are shared
+        between snapshots: nothing changes them after the build."""
+        part = self._parts.get(name)
+        if part is None:
+            return build(rows)
+        stable, extra = part
+        hit = self._part_cache.get(name)
+        if hit is not None and hit[0] is stable and hit[1] == key:
+            base = hit[2]
+        else:
+            base = build(stable)
+            self._part_cache[name] = (stable, key, base)
+        if not extra:
+            return base  # type: ignore[no-any-return]
+        return tuple(merge(b, e) for b, e in zip(base, build(extra)))
+
+    def _index_class(self, rows: List[Dict[str, Any]]) -> Tuple[Dict[Any, Any], ...]:
+        """pg_class by oid, (tablespace, database, filenode), TOAST table and name."""
+        by_oid: Dict[int, Dict[str, Any]] = {}
+        by_filenode: Dict[Tuple[int, int, int], int] = {}
+        toast_owner: Dict[int, int] = {}
+        by_name: Dict[Tuple[str, str], int] = {}
+        nspname = self._nspname
+        for r in rows:
+            oid = int(r["oid"])
+            by_oid[oid] = r
+            by_name[(nspname.get(int(r["relnamespace"]), ""), r["relname"])] = oid
+            toast = _int(r.get("reltoastrelid"))
+            if toast:
+                toast_owner[toast] = oid
+            filenode = r.get("filenode")
+            if filenode is None:
+                filenode = r.get("relfilenode")
+            if not filenode:
+                continue
+            spc, dbid = self._locator_of(r)
+            by_filenode[(spc, dbid, int(filenode))] = oid
+        return by_oid, by_filenode, toast_owner, by_name
 
     def _locator_of(self, r: Mapping[str, Any]) -> Tuple[int, int]:
         spc = _int(r.get("reltablespace"))

@@ -162,6 +162,8 @@ class TestDecoding:
         #: Relation -> fused row printers (new tuple, old key): kept across
         #: invalidations, a Relation object stands for one descriptor
         self._rowfns: Dict[Any, Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {}
+        #: Relation -> tuples printed without compiled code (see COMPILE_AFTER)
+        self._uses: Dict[Any, int] = {}
         self._catalog: Any = None
         #: ctx.cache_epoch when the caches above were last known warm
         self._epoch = 0
@@ -217,6 +219,7 @@ class TestDecoding:
         self._formatters.clear()
         self._fast.clear()
         self._rowfns.clear()
+        self._uses.clear()
 
     # -- transactions ------------------------------------------------------------
 
@@ -379,11 +382,12 @@ class TestDecoding:
         check = ctx is not None and relation.oid not in self._warm_rels
         if not check:
             fmts = self._formatters.get(relation)
-            if fmts is None:
+            if fmts is None and self._count_use(relation):
                 cols = self._column_printers(relation)
                 fmts = (_compile_formatter(cols, False), _compile_formatter(cols, True))
                 self._formatters[relation] = fmts
-            return fmts[1 if skip_nulls else 0](values)  # type: ignore[no-any-return]
+            if fmts is not None:
+                return fmts[1 if skip_nulls else 0](values)  # type: ignore[no-any-return]
         cols = self._column_printers(relation)
         parts = []
         for i, col in enumerate(cols):
@@ -567,8 +571,20 @@ class TestDecoding:
         ctx.out += "".join(parts).encode("utf-8", "surrogateescape")
         ctx.write(True)
         if (relation not in self._fast and relation.oid in self._warm_rels
-                and hasattr(ctx, "write_data") and hasattr(ctx, "cache_epoch")):
+                and hasattr(ctx, "write_data") and hasattr(ctx, "cache_epoch")
+                and (relation in self._rowfns or self._count_use(relation))):
             self._fast[relation] = self._make_fast(relation, head)
+
+    #: tuples of a relation printed by the interpreted paths before its printers are
+    #: compiled: compiling a relation's printers costs as much as printing ~100 of its
+    #: rows the slow way, which a relation with a few rows never pays back
+    COMPILE_AFTER = 64
+
+    def _count_use(self, relation: Any) -> bool:
+        """One more tuple of ``relation`` printed; True once it is worth compiling."""
+        n = self._uses.get(relation, 0) + 1
+        self._uses[relation] = n
+        return n > self.COMPILE_AFTER
 
     def _make_fast(self, relation: Any, head: str) -> _FastRel:
         """The fast-path state of a relation whose look-ups are all cached."""
