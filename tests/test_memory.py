@@ -98,3 +98,30 @@ def test_reorder_buffer_takes_the_release_from_the_decoding_context() -> None:
     for rb in (old, new):
         rb.queue_change(10, 100, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
     assert (old.size, new.size) == (136, 144)
+
+
+def test_after_evict_is_told_the_bytes_each_round_released() -> None:
+    """ReorderBufferCheckMemoryLimit's eviction rounds report what they freed (the CLI
+    collects PyPy's heap once enough went, not after every round)."""
+    rb = ReorderBuffer(lambda *a: None, lambda *a: None, major=16, server_version_num=160014,
+                       work_mem=1000)
+    freed: list = []  # type: ignore[type-arg]
+    rb.after_evict = freed.append
+    for i in range(20):
+        rb.queue_change(10 + i % 3, 100 + i, ReorderBufferChange(CHANGE_INSERT, newtuple=ROW))
+    # a round runs when a change brings the total to 1000 bytes or more, and spills
+    # the largest transactions until it is below: what they held is what it reports
+    assert len(freed) >= 2 and all(f > 0 and f % 136 == 0 for f in freed), freed
+    assert sum(freed) + rb.size == 20 * 136 and rb.size < 1000
+
+
+def test_collect_after_evicting_waits_for_enough_bytes() -> None:
+    from pglogical_py.cli.decode import COLLECT_AFTER_EVICTED, collect_after_evicting
+
+    runs: list = []  # type: ignore[type-arg]
+    hook = collect_after_evicting(100, lambda: runs.append(1))
+    for freed, collections in ((40, 0), (40, 0), (30, 1), (99, 1), (1, 2), (250, 3)):
+        hook(freed)
+        assert len(runs) == collections
+    # a 64 MB work_mem spills at least this much each time: one collection per spill
+    assert COLLECT_AFTER_EVICTED <= 64 * 1024 * 1024

@@ -204,6 +204,22 @@ class TupleVersion:
                 f"t_ctid={h.t_ctid})")
 
 
+_ARRAY_HELPERS: Optional[Tuple[Any, Any]] = None
+
+
+def _array_helpers() -> Tuple[Any, Any]:
+    """types.arrays.element_reader and types.output.TypeInfo, imported at first use (the
+    types package is not needed to read a catalog without arrays; a function-level
+    import at each call takes the import lock, slow on PyPy)."""
+    global _ARRAY_HELPERS
+    if _ARRAY_HELPERS is None:
+        from ..types.arrays import element_reader
+        from ..types.output import TypeInfo
+
+        _ARRAY_HELPERS = (element_reader, TypeInfo)
+    return _ARRAY_HELPERS
+
+
 class _Heap:
     """One catalog relation's file and descriptor."""
 
@@ -359,6 +375,8 @@ class PhysicalCatalog:
         self.cache_evictions = 0
         self._toast_chunks: Dict[str, Dict[int, Dict[int, bytes]]] = {}
         self._mappings: Optional[List[RewriteMapping]] = None
+        #: the mapping files by their mapped xid
+        self._mappings_of_xid: Dict[int, List[RewriteMapping]] = {}
         #: XLOG_RELMAP_UPDATEs decoded: (lsn, shared, new map), in LSN order
         self.relmap_updates: List[Tuple[int, bool, RelMap]] = []
 
@@ -584,8 +602,7 @@ class PhysicalCatalog:
 
     def _array_values(self, payload: bytes) -> List[Any]:
         """A one-dimensional array of a catalog column's element type, as a list."""
-        from ..types.arrays import element_reader
-        from ..types.output import TypeInfo as OutTypeInfo
+        element_reader, OutTypeInfo = _array_helpers()
 
         if len(payload) < 12:
             raise self._error("array datum too short")
@@ -1024,17 +1041,23 @@ class PhysicalCatalog:
         """
         if self._mappings is None:
             self._mappings = read_rewrite_mappings(self.files)
+            self._mappings_of_xid = {}
+            for m in self._mappings:
+                self._mappings_of_xid.setdefault(m.mapped_xid, []).append(m)
         if not self._mappings:
             return
         tc = snapshot.tuplecids
         assert tc is not None
         if tc.mapped == (snapshot.subxip, tc.version):
             return  # applied for these xids, nothing added since
-        for heap in list(self._heaps.values()):
-            if heap.name.endswith(".toast"):
-                continue
-            dboid = 0 if heap.locator[0] == GLOBALTABLESPACE_OID else self.database_oid
-            apply_rewrite_mappings(self._mappings, tc, snapshot, dboid, heap.oid, self.clog)
+        # only the files mapping one of the snapshot's own xids can apply
+        mine = [m for x in snapshot._subxip_set for m in self._mappings_of_xid.get(x, ())]
+        if mine:
+            for heap in list(self._heaps.values()):
+                if heap.name.endswith(".toast"):
+                    continue
+                dboid = 0 if heap.locator[0] == GLOBALTABLESPACE_OID else self.database_oid
+                apply_rewrite_mappings(mine, tc, snapshot, dboid, heap.oid, self.clog)
         tc.mapped = (snapshot.subxip, tc.version)
 
     # -- relation map updates in the WAL (XLOG_RELMAP_UPDATE) -----------------------------

@@ -36,10 +36,11 @@ NOTES
     mmap threshold is pinned at 128 kB: glibc otherwise raises it to the size of every
     mmapped block freed -- a 16 MB WAL segment -- after which segments and Arrow
     buffers come from the heap, whose holes are not given back (~15 MB of peak RSS on
-    the 1M-row benchmark).  On PyPy a major collection runs after each eviction round
-    (``ReorderBuffer.after_evict``): the evicted change buffers are freed then, while
-    the next ones are filled, not once the heap has grown ~1.8x (PyPy's major
-    collection threshold; ~25 ms per spill of 64 MB).
+    the 1M-row benchmark).  On PyPy a major collection runs after eviction rounds
+    (``ReorderBuffer.after_evict``) that together released ``COLLECT_AFTER_EVICTED``
+    (32 MB): the evicted change buffers are freed then, while the next ones are filled,
+    not once the heap has grown ~1.8x (PyPy's major collection threshold; ~25 ms per
+    spill of 64 MB).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ _HEX3: Tuple[bytes, ...] = ()
 _HEX1: Tuple[bytes, ...] = ()
 
 
-def _setup_memory() -> Callable[[], None]:
+def _setup_memory() -> Callable[[int], None]:
     """Pin glibc's mmap threshold (see NOTES); return what to run after an eviction
     round (PyPy: a major collection)."""
     if _libc_name() == "glibc":
@@ -90,11 +91,34 @@ def _setup_memory() -> Callable[[], None]:
     if sys.implementation.name == "pypy":
         import gc
 
-        def collect() -> None:
-            gc.collect()
+        return collect_after_evicting(COLLECT_AFTER_EVICTED, gc.collect)
+    return _nothing_evicted
 
-        return collect
-    return _nothing
+
+#: bytes (accounted sizes) evicted between two major collections on PyPy: one
+#: collection per spill of a 64 MB work_mem (the memory bound of docs/performance.md),
+#: not one per eviction round of a small work_mem (64 kB: thousands of rounds, each a
+#: full collection of the heap -- 90 % of a decode of PostgreSQL's regression suite)
+COLLECT_AFTER_EVICTED = 32 * 1024 * 1024
+
+
+def collect_after_evicting(every: int, collect: Callable[[], Any]) -> Callable[[int], None]:
+    """``ReorderBuffer.after_evict``: ``collect()`` once ``every`` bytes were evicted
+    since the last one."""
+    evicted = 0
+
+    def after_evict(freed: int) -> None:
+        nonlocal evicted
+        evicted += freed
+        if evicted >= every:
+            evicted = 0
+            collect()
+
+    return after_evict
+
+
+def _nothing_evicted(freed: int) -> None:
+    return None
 
 
 def _libc_name() -> str:
@@ -613,7 +637,7 @@ def run(args: argparse.Namespace) -> int:
                               "data": data.decode("utf-8", "backslashreplace")},
                              ensure_ascii=False).encode("utf-8") + b"\n")
     ctx, reader, spill_store = start_decode(args, setup, sink)
-    if after_evict is not _nothing:
+    if after_evict is not _nothing_evicted:
         ctx.reorder.after_evict = after_evict
     try:
         if progress.enabled:

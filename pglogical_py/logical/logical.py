@@ -73,6 +73,8 @@ from typing import (
     Tuple,
 )
 
+from ..catalog.syscache import SessionCatalog, SysCache
+from ..catalog.visibility import HistoricSnapshot, TupleCids
 from ..errors import UnknownRelationError, UsageError
 from ..wal.xlogreader import XLogReader
 from ._memory import DecodingStats
@@ -252,8 +254,6 @@ class LogicalDecodingContext:
         #: ctx.catalog with a physical catalog (catalog/syscache.py SessionCatalog)
         self._session_catalog: Any = None
         if self.physical is not None:
-            from ..catalog.syscache import SysCache
-
             self.syscache = SysCache(major or 15, database)
         self.output_plugin_options: List[Tuple[str, Optional[str]]] = list(options)
         self.output_plugin_private: Any = None
@@ -322,8 +322,6 @@ class LogicalDecodingContext:
                 view = self.syscache.view(cat)
                 proxy = self._session_catalog
                 if proxy is None or proxy.view is not view:
-                    from ..catalog.syscache import SessionCatalog
-
                     proxy = SessionCatalog(view, self.syscache, self._snapshot_catalog,
                                            self.catalog_access)
                     self._session_catalog = proxy
@@ -358,8 +356,6 @@ class LogicalDecodingContext:
             self._historic = None
             self._tuplecids = None
             return
-        from ..catalog.visibility import HistoricSnapshot
-
         parts = self._snap_parts
         if parts is None or parts[0] is not snap:
             xip = tuple(sorted(set(snap.xip)))
@@ -383,8 +379,6 @@ class LogicalDecodingContext:
     @staticmethod
     def _build_tuplecid_hash(txn: ReorderBufferTXN) -> Any:
         """ReorderBufferBuildTupleCidHash: the NEW_CIDs of the whole transaction."""
-        from ..catalog.visibility import TupleCids
-
         tc = TupleCids()
         for spc, db, rel, blk, off, cmin, cmax, combocid, _subxid in txn.tuplecids:
             tc.add(spc, db, rel, blk, off, cmin, cmax, combocid)

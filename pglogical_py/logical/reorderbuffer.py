@@ -419,10 +419,11 @@ class ReorderBuffer:
         #: where evicted changes go (``_spill.py``); in memory unless one is given
         self.spill_store: SpillStore = (spill_store if spill_store is not None
                                         else InMemorySpillStore())
-        #: called after each eviction round (spill or stream) has released memory: the
-        #: CLI runs a major collection there on PyPy (cli/decode.py), whose GC would
-        #: otherwise keep the evicted buffers until the heap grows ~1.8x
-        self.after_evict: Optional[Callable[[], None]] = None
+        #: called after each eviction round (spill or stream) with the bytes it
+        #: released (accounted sizes): the CLI runs a major collection on PyPy once
+        #: enough went (cli/decode.py), whose GC would otherwise keep the evicted
+        #: buffers until the heap grows ~1.8x
+        self.after_evict: Optional[Callable[[int], None]] = None
         self.major = 15
         self.server_version_num = 0
         #: the release drops an aborted subxact's NEW_CIDs (_releases.TUPLECID_SUBXID)
@@ -1152,11 +1153,12 @@ class ReorderBuffer:
         (``eviction='oldest'``).  On 18 a transaction found aborted is truncated
         instead (``check_and_truncate_aborted_txn``).
         """
+        before = self.size
         try:
             self._evict_over_limit()
         finally:
             if self.after_evict is not None:
-                self.after_evict()
+                self.after_evict(before - self.size)
 
     def _evict_over_limit(self) -> None:
         """The loop of ReorderBufferCheckMemoryLimit (see check_memory_limit)."""

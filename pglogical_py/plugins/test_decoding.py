@@ -62,6 +62,7 @@ from ..logical.reorderbuffer import (
     ReorderBufferChange,
     ReorderBufferTXN,
 )
+from ..types import OutputSettings, output_function
 from ..types.datetime import fast_iso_output
 from ..types.numeric import numeric_bytes
 
@@ -137,8 +138,6 @@ class TestDecoding:
     __test__ = False  # not a pytest class
 
     def __init__(self, timezone: str = "UTC", settings: Any = None) -> None:
-        from ..types import OutputSettings
-
         self.include_xids = True
         self.include_timestamp = False
         self.skip_empty_xacts = False
@@ -241,8 +240,6 @@ class TestDecoding:
         if fn is None:
             from dataclasses import replace
 
-            from ..types import output_function
-
             # timestamptz_to_str always writes ISO dates; only the zone follows the session
             fn = output_function(TIMESTAMPTZOID, replace(self.settings, datestyle="ISO, MDY"))
             self._ts_out = fn
@@ -332,8 +329,6 @@ class TestDecoding:
         """The value half of tuple_to_stringinfo for one column."""
         typid = att.atttypid
         try:
-            from ..types import output_function
-
             outfn = output_function(typid, self.settings, self._catalog)
         except UnknownTypeError as err:
             message = (f"column {relation.nspname}.{relation.relname}.{att.attname}: "
