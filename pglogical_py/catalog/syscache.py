@@ -108,8 +108,13 @@ def _row_index(cat: CatalogSnapshot) -> Dict[str, Dict[int, Dict[str, Any]]]:
     """The snapshot's pg_type / pg_namespace / pg_enum rows by oid (built once)."""
     idx: Optional[Dict[str, Dict[int, Dict[str, Any]]]] = getattr(cat, "_syscache_rows", None)
     if idx is None:
+        # pg_type's is the snapshot's own when it has one (built from parts for a
+        # physical catalog)
         idx = {name: {int(r["oid"]): r for r in cat.tables[name]}
-               for name in ("pg_type", "pg_namespace", "pg_enum")}
+               for name in ("pg_namespace", "pg_enum")}
+        types = getattr(cat, "_type_rows", None)
+        idx["pg_type"] = (types if types is not None
+                          else {int(r["oid"]): r for r in cat.tables["pg_type"]})
         cat._syscache_rows = idx  # type: ignore[attr-defined]
     return idx
 
