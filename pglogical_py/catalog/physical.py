@@ -104,7 +104,7 @@ import json
 import struct
 from bisect import bisect_left
 from collections import OrderedDict
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..access.detoast import (
     ToastPointer,
@@ -224,7 +224,7 @@ class _Heap:
     """One catalog relation's file and descriptor."""
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
-                 "plain", "settled")
+                 "plain", "settled", "converters")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -241,6 +241,8 @@ class _Heap:
         #: ``settled`` also taking a set of committed xids as settled
         self.plain: Optional[_Classes] = None
         self.settled: Optional[_Classes] = None
+        #: (column, datum -> value) per column (``_converter``), made at first use
+        self.converters: Optional[List[Tuple[str, Callable[[bytes, Dict[str, Any]], Any]]]] = None
 
 
 class _Classes:
@@ -555,11 +557,15 @@ class PhysicalCatalog:
         except PglogicalError as err:
             raise self._error(f"{heap.path} ({tv.block},{tv.offset}): {err}") from None
         row: Dict[str, Any] = {}
-        for (name, typid, _len, _byval, _align), v in zip(heap.columns, values):
+        convs = heap.converters
+        if convs is None:
+            convs = heap.converters = [(c[0], self._converter(heap, c[1], c[0]))
+                                       for c in heap.columns]
+        for (name, conv), v in zip(convs, values):
             if v is None or isinstance(v, str):
                 row[name] = v
                 continue
-            row[name] = self._convert(heap, typid, v, name, row)
+            row[name] = conv(v, row)
         if heap.name == "pg_class":
             spc, fn = self._locate(row)
             row["filenode"] = fn or None
@@ -569,6 +575,19 @@ class PhysicalCatalog:
         return row
 
     # -- value conversion (datum -> row_to_json-like value) -----------------------------
+
+    def _converter(self, heap: _Heap, typid: int, col: str
+                   ) -> Callable[[bytes, Dict[str, Any]], Any]:
+        """``_convert`` for one column, its type's branch chosen once per heap."""
+        fmt = _INTS.get(typid)
+        if fmt is not None and typid != _REGPROC:
+            unpack_int = struct.Struct(fmt).unpack
+            return lambda v, row: unpack_int(v)[0]
+        if typid == _BOOL:
+            return lambda v, row: v[0] != 0
+        if typid == _NAME:
+            return lambda v, row: v.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return lambda v, row: self._convert(heap, typid, v, col, row)
 
     def _convert(self, heap: _Heap, typid: int, v: bytes, col: str, row: Dict[str, Any]) -> Any:
         fmt = _INTS.get(typid)
