@@ -343,6 +343,8 @@ def test_rows_at_classified_equals_every_version_tested(fixture: Path,
                             tuplecids=tc)
     expected = [pc.row(tv) for tv in pc.versions("pg_attribute") if pc.visible(tv, mine)]
     assert [id(r) for r in pc.rows_at("pg_attribute", mine)] == [id(r) for r in expected]
+    # classes settled at such a snapshot leave its own xid out, so they serve it
+    assert pc._classified(heap, mine, True).serves(mine)
 
 
 def _indexes_of(cat: CatalogSnapshot) -> dict:  # type: ignore[type-arg]

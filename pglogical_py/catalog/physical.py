@@ -862,7 +862,9 @@ class PhysicalCatalog:
         xids as settled)."""
         versions = self._load(heap)
         xmin = snapshot.xmin
-        cls = _Classes(xmin, snapshot._xip_set if settle else frozenset())
+        # (an own xid is never settled: the classes then serve ``snapshot`` itself)
+        cls = _Classes(xmin, snapshot._xip_set - snapshot._subxip_set if settle
+                       else frozenset())
         cls.classes = classes = [self._classify(tv, xmin, cls.committed) for tv in versions]
         cls.stable_idx = [i for i, c in enumerate(classes) if c == 1]
         cls.stable_rows = [self._deform_cached(heap, versions[i]) for i in cls.stable_idx]
