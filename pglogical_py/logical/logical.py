@@ -74,7 +74,6 @@ from typing import (
 )
 
 from ..catalog.syscache import SessionCatalog, SysCache
-from ..catalog.visibility import HistoricSnapshot, TupleCids
 from ..errors import UnknownRelationError, UsageError
 from ..wal.xlogreader import XLogReader
 from ._memory import DecodingStats
@@ -193,6 +192,21 @@ class SystemCatalogRelation:
     def __repr__(self) -> str:
         return f"SystemCatalogRelation({self.oid})"
 
+
+_VISIBILITY: Any = None
+
+
+def _visibility() -> Any:
+    """catalog.visibility, imported at the first historic snapshot of a physical catalog:
+    it pulls in the WAL page code and its compressors (zstandard imports platform), which
+    a decode against an exported catalog does without.  Kept in a global: an import
+    statement in the function would take the import lock at each call (slow on PyPy)."""
+    global _VISIBILITY
+    if _VISIBILITY is None:
+        from ..catalog import visibility
+
+        _VISIBILITY = visibility
+    return _VISIBILITY
 
 class LogicalDecodingContext:
     """LogicalDecodingContext: one decoding session of one slot.
@@ -356,6 +370,7 @@ class LogicalDecodingContext:
             self._historic = None
             self._tuplecids = None
             return
+        HistoricSnapshot = _visibility().HistoricSnapshot
         parts = self._snap_parts
         if parts is None or parts[0] is not snap:
             xip = tuple(sorted(set(snap.xip)))
@@ -379,7 +394,7 @@ class LogicalDecodingContext:
     @staticmethod
     def _build_tuplecid_hash(txn: ReorderBufferTXN) -> Any:
         """ReorderBufferBuildTupleCidHash: the NEW_CIDs of the whole transaction."""
-        tc = TupleCids()
+        tc = _visibility().TupleCids()
         for spc, db, rel, blk, off, cmin, cmax, combocid, _subxid in txn.tuplecids:
             tc.add(spc, db, rel, blk, off, cmin, cmax, combocid)
         # identify the hash by its content: decoding the same WAL again (another option
