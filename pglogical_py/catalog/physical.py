@@ -64,6 +64,16 @@ NOTES
     same time shows).  An attmissingval the types layer cannot print is kept as
     ``attmissingval_error``: building that one relation raises, not the whole catalog.
 
+    Many snapshots (docs/performance.md, sixth and seventh passes).  A decode asks for
+    a catalog at every snapshot that replays user rows: thousands in a DDL-heavy WAL.
+    A heap's versions are classified once for many snapshots (``_Classes``): visible or
+    invisible to all that have their xmin at or after a horizon, or depending on the
+    snapshot.  The "settled" classes also take a snapshot's committed xids as decided,
+    for the later snapshots that see them all committed.  The versions left depending
+    on the snapshot are decided per (xmin, xmax) group; the groups are cut at the
+    snapshot's xmax.  CatalogSnapshot builds the look-up tables of the always-visible
+    rows once and completes copies of them with the rest (its ``parts``).
+
     API for the decoder (snapbuild / reorderbuffer)::
 
         pc = PhysicalCatalog.load("DIR")                 # adapters.datadir
