@@ -570,13 +570,15 @@ class TestDecoding:
                 and (relation in self._rowfns or self._count_use(relation))):
             self._fast[relation] = self._make_fast(relation, head)
 
-    #: tuples of a relation printed by the interpreted paths before its printers are
-    #: compiled: compiling a relation's printers costs as much as printing ~100 of its
-    #: rows the slow way, which a relation with a few rows never pays back
+    #: uses of a relation's interpreted printers before its printers are compiled (a
+    #: row counts once, and once more for each tuple it formats interpretively: ~32
+    #: rows): compiling costs as much as printing ~100 of its rows the slow way,
+    #: which a relation with a few rows never pays back
     COMPILE_AFTER = 64
 
     def _count_use(self, relation: Any) -> bool:
-        """One more tuple of ``relation`` printed; True once it is worth compiling."""
+        """One more use of ``relation``'s interpreted printers; True once it is worth
+        compiling."""
         n = self._uses.get(relation, 0) + 1
         self._uses[relation] = n
         return n > self.COMPILE_AFTER
