@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import List
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -192,3 +192,82 @@ def test_slot_state_file_matches_slot_json(wdir: str) -> None:
     assert st.two_phase_at == parse_lsn(ref["two_phase_at"])
     assert st.plugin == ref["plugin"]
     assert st.catalog_xmin == ref["catalog_xmin"]
+
+
+def _spill_argv(d: str, out: str, optionset: str) -> List[str]:
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    opts = meta["decode"]["optionsets"][optionset]
+    argv = ["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
+            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d), "--stats",
+            "--spill-store", "memory", "-O", out]
+    if "logical_decoding_work_mem" in meta.get("settings", {}):
+        argv += ["--work-mem", meta["settings"]["logical_decoding_work_mem"]]
+    for i in range(0, len(opts), 2):
+        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
+    return argv
+
+
+def test_cli_server_version_sets_the_release_decoded(tmp_path: os.PathLike[str],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``--server-version``: the catalog's own release (16.14) given explicitly decodes
+    the 16 spill fixture as PostgreSQL did (rows and stream counters); 16.16, whose
+    ReorderBufferChange is 8 bytes larger (logical/_memory.py), accounts every
+    streamed change for more bytes; a release of another major or a malformed one is
+    a usage error."""
+    d = os.path.join(FIXTURES, "pg16", "spill")
+    if not os.path.isdir(os.path.join(d, "wal")):
+        pytest.skip("no fixture")
+    out = os.path.join(str(tmp_path), "out.tsv")
+    argv = _spill_argv(d, out, "stream_xids0_skip1")
+
+    def run(*extra: str) -> Tuple[bytes, Dict[str, int]]:
+        assert main(argv + list(extra)) == 0
+        with open(out, "rb") as f:
+            rows = f.read()
+        err = capsys.readouterr().err
+        return rows, {k: int(v) for k, v in (ln.split("\t") for ln in err.splitlines()
+                                             if "\t" in ln and ln.split("\t")[1].isdigit())}
+
+    rows, stats = run("--server-version", "16.14")
+    with gzip.open(os.path.join(d, "decode", "stream_xids0_skip1.tsv.gz")) as g:
+        assert rows == g.read()
+    with open(os.path.join(d, "stats", "stream_xids0_skip1.json")) as f:
+        pg = json.load(f)
+    assert stats["stream_bytes"] == pg["stream_bytes"] and stats["stream_txns"] == pg["stream_txns"]
+    assert run("--server-version", "160014") == (rows, stats)
+    _rows16, stats16 = run("--server-version", "16.16")
+    assert stats16["stream_bytes"] > stats["stream_bytes"]
+    for bad, message in (("17.2", "is not of PostgreSQL 16"),
+                         ("sixteen", "invalid --server-version"),
+                         ("14.9", "invalid --server-version")):
+        assert main(argv + ["--server-version", bad]) == 1
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [["-o", "bogus=1"], ["--server-version", "17.2"]],
+                         ids=["unknown_plugin_option", "server_version_of_another_major"])
+def test_cli_usage_error_leaves_the_output_file_alone(tmp_path: os.PathLike[str],
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      extra: List[str]) -> None:
+    """An error found while the decode is set up is reported before ``-O`` is opened:
+    the previous output is neither truncated nor left open."""
+    d = _fixture()
+    out = os.path.join(str(tmp_path), "out.tsv")
+    with open(out, "wb") as f:
+        f.write(b"an earlier decode\n")
+    rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
+               "--slot-state", os.path.join(d, "slot.state"), "-O", out, *extra])
+    assert rc == 1 and capsys.readouterr().err
+    with open(out, "rb") as f:
+        assert f.read() == b"an earlier decode\n"
+
+
+def test_cli_unwritable_output_is_a_clear_error(tmp_path: os.PathLike[str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    d = _fixture()
+    out = os.path.join(str(tmp_path), "no-such-dir", "out.tsv")
+    rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
+               "--slot-state", os.path.join(d, "slot.state"), "-O", out])
+    assert rc != 0
+    assert "out.tsv" in capsys.readouterr().err

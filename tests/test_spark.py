@@ -177,6 +177,7 @@ def test_bad_options_named() -> None:
         ({"endlsn": "16B3748"}, "option endlsn: invalid LSN"),
         ({"binary": "maybe"}, "option binary: 'maybe' is not a boolean"),
         ({"workmem": "lots"}, "option workmem: invalid size"),
+        ({"serverVersion": "14.2"}, "option serverVersion: invalid --server-version"),
         ({"eviction": "newest"}, "option eviction: 'newest' is not one of"),
         ({"batchrows": "0"}, "option batchrows: must be at least 1"),
         ({"include-xids": "0"}, "unknown option 'include-xids'.*option.<name>"),
@@ -196,6 +197,8 @@ def test_bad_options_named() -> None:
     ns = opts.namespace()
     assert ns.option == ["include-xids", "skip-empty-xacts=1"]
     assert ns.start_lsn == "0/16B3748" and ns.slot_state == "state"
+    assert ns.server_version is None
+    assert Options.parse({**base, "serverVersion": "16.14"}).namespace().server_version == "16.14"
 
 
 def test_bad_option_reaches_spark_user(spark: Any) -> None:

@@ -123,7 +123,7 @@ _LSN_OPTIONS = {"restartlsn": "restart_lsn", "startlsn": "start_lsn", "endlsn": 
                 "twophaseat": "two_phase_at"}
 _BOOL_OPTIONS = ("catalogredo", "twophase", "binary")
 _INT_OPTIONS = ("database", "batchrows")
-_OTHER = ("path", "paths", "catalog", "workmem")
+_OTHER = ("path", "paths", "catalog", "workmem", "serverversion")
 _TRUE = ("true", "on", "yes", "1", "t", "y")
 _FALSE = ("false", "off", "no", "0", "f", "n")
 
@@ -174,7 +174,7 @@ class Options:
     def parse(cls, options: Mapping[str, str]) -> Options:
         """The options Spark passes (every value a string), checked: unknown names,
         bad LSNs, booleans, integers and sizes are a ``UsageError`` naming the option."""
-        from ..cli.decode import parse_size
+        from ..cli.decode import parse_server_version, parse_size
 
         paths: List[str] = []
         catalog: Optional[str] = None
@@ -204,6 +204,12 @@ class Options:
                 paths.extend(str(p) for p in listed)
             elif key == "catalog":
                 catalog = value
+            elif key == "serverversion":
+                try:
+                    parse_server_version(value, 0)
+                except UsageError as err:
+                    raise UsageError(f"option {raw_key}: {err.message}") from None
+                args["server_version"] = value
             elif key == "workmem":
                 try:
                     parse_size(value)
@@ -484,8 +490,8 @@ class PglogicalDataSource(DataSource):
         ``data`` is BINARY (``pg_logical_slot_peek_binary_changes``); default false.
     plugin : str
         ``test_decoding`` (default) or ``module:Class``.
-    catalogRedo, snapshotDir, twoPhase, twoPhaseAt, database, workMem, spillDir,
-    spillStore, eviction, debugLogicalReplicationStreaming : str
+    catalogRedo, snapshotDir, twoPhase, twoPhaseAt, database, workMem, serverVersion,
+    spillDir, spillStore, eviction, debugLogicalReplicationStreaming : str
         As ``pglogical-py decode``'s ``--catalog-redo``, ``--snapshot-dir``, ... flags.
     timezone, datestyle, intervalstyle, extraFloatDigits, byteaOutput, tzdata, unknownTypes : str
         The session settings the output functions read (default time zone UTC).

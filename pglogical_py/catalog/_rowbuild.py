@@ -19,9 +19,9 @@ NOTES
     A version with one of the leading attributes null (pg_attribute's attstattarget
     is nullable from 17 on) takes a second function that tests and reads every
     attribute in turn.  Either returns the row, or None when the data runs past
-    the tuple: the caller then takes the generic loop, which reports the error.  Keys are inserted in
-    the generic loop's order (a converter may insert a key of its own first, as
-    regproc's ``<column>_oid``).
+    the tuple: the caller then takes the generic loop, which reports the error.
+    Keys are inserted in the generic loop's order (a converter may insert a key of
+    its own first, as regproc's ``<column>_oid``).
 
 INVARIANTS
     For every tuple it does not decline, the dict equals the generic path's, in the

@@ -292,6 +292,34 @@ def _tsv_sink_format(write: Callable[[bytes], Any]
     return sink, flush
 
 
+def parse_server_version(text: Optional[str], major: int) -> int:
+    """``--server-version``: ``15.12`` or ``150012`` as server_version_num (0: not given).
+
+    The major must be the catalog's: the WAL, the catalog and the release that decoded
+    them come from one server.
+    """
+    if not text:
+        return 0
+    t = text.strip()
+    parts = t.split(".")
+    try:
+        if len(parts) == 2:
+            num = int(parts[0]) * 10000 + int(parts[1])
+            ok = 0 <= int(parts[1]) < 10000
+        else:
+            num = int(t)
+            ok = len(parts) == 1
+    except ValueError:
+        ok = False
+    if not ok or num < 150000:
+        raise UsageError(f"invalid --server-version {text!r} (e.g. 15.12 or 150012; "
+                         "PostgreSQL 15 or later)")
+    if major and num // 10000 != major:
+        raise UsageError(f"--server-version {text} is not of PostgreSQL {major}, the major "
+                         "of the catalog and its WAL")
+    return num
+
+
 def parse_size(text: str) -> int:
     """``64MB`` / ``512kB`` / ``1GB`` / plain bytes, as PostgreSQL memory GUCs read."""
     t = text.strip()
@@ -345,6 +373,12 @@ def add_parser(sub: Any) -> None:
                    help="the slot was created with two_phase")
     p.add_argument("--two-phase-at", help="the slot's two_phase_at (default: --start-lsn)")
     p.add_argument("--work-mem", default="64MB", help="logical_decoding_work_mem (64MB)")
+    p.add_argument("--server-version", metavar="VERSION",
+                   help="release of the server that wrote the WAL and decodes it (e.g. "
+                   "15.12 or 150012; default: the catalog's server_version_num, else the "
+                   "newest release of its major we know): minor releases changed what a "
+                   "change is accounted for against --work-mem and how a DDL commit's "
+                   "invalidations reach the transactions running with it")
     p.add_argument("--spill-dir", help="where transactions over --work-mem are spilled "
                    "(default: a private temporary directory, removed at the end)")
     p.add_argument("--spill-store", choices=("auto", "parquet", "pickle", "memory"),
@@ -590,6 +624,7 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
             sink=sink, work_mem=parse_size(args.work_mem), major=catalog.major,
             spill_store=spill_store, eviction=args.eviction,
             debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
+            server_version_num=parse_server_version(args.server_version, catalog.major),
         )
     except BaseException:
         if spill_store is not None:
@@ -616,18 +651,30 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
 
+def _open_output(path: Optional[str]) -> BinaryIO:
+    """``-O FILE`` opened for writing (standard output without it)."""
+    if not path:
+        return sys.stdout.buffer
+    try:
+        return open(path, "wb")
+    except OSError as err:
+        raise UsageError(f"cannot write the output file: {err.strerror}", file=path) from None
+
+
 def run(args: argparse.Namespace) -> int:
     after_evict = _setup_memory()
     setup = open_decode(args)
     end_lsn = setup.end_lsn
-    out: BinaryIO
-    if args.output:
-        out = open(args.output, "wb")
-    else:
-        out = sys.stdout.buffer
+    # the output file is opened once the decode could start: a usage error found while
+    # setting it up (a plugin option, --server-version, --snapshot-dir) leaves an
+    # earlier output in place
+    outs: List[BinaryIO] = []
+
+    def write(data: bytes) -> Any:
+        return outs[0].write(data)
+
     progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
     progress.start_lsn = setup.slot.restart_lsn
-    write = out.write
     flush_rows: Callable[[], None] = _nothing
     if args.format == "tsv":
         sink, flush_rows = _tsv_sink(write)
@@ -640,6 +687,7 @@ def run(args: argparse.Namespace) -> int:
     if after_evict is not _nothing_evicted:
         ctx.reorder.after_evict = after_evict
     try:
+        outs.append(_open_output(args.output))
         if progress.enabled:
             def records() -> Any:
                 for rec in reader:
@@ -653,10 +701,11 @@ def run(args: argparse.Namespace) -> int:
         ctx.shutdown()
     finally:
         progress.done()
-        flush_rows()
-        out.flush()
-        if args.output:
-            out.close()
+        if outs:
+            flush_rows()
+            outs[0].flush()
+            if args.output:
+                outs[0].close()
         if spill_store is not None:
             spill_store.close()  # the spill files are removed on error too
     if args.stats:
