@@ -426,3 +426,29 @@ def test_generated_row_builders_equal_the_generic_loop(fixture: Path,
             h = tv.header
             declined += heap.builder(h.raw, h.raw[h.t_hoff:], h.t_infomask & 1) is None
     assert declined == 0
+
+
+def test_parts_rows_are_checked_once_per_list() -> None:
+    """CatalogSnapshot checks that a table's rows are objects; a part's always-visible
+    list, shared by many snapshots, once per list object, its other rows every time."""
+    import gzip
+
+    path = FIXTURES / "pg15" / "basic" / "catalog.json.gz"
+    if not path.exists():
+        pytest.skip("no fixture")
+    data = json.loads(gzip.open(str(path)).read())
+    rows = data["pg_class"]
+    stable, extra = rows[:-1], rows[-1:]
+    cache: Dict[str, object] = {}
+    cat = CatalogSnapshot(data, parts={"pg_class": (stable, extra)}, part_cache=cache)
+    assert cache["pg_class:checked"] is stable
+    assert cat._class == CatalogSnapshot(data)._class
+    bad = dict(data, pg_class=stable + ["not a row"])
+    with pytest.raises(CatalogError, match="'pg_class' is not an array of row objects"):
+        CatalogSnapshot(bad, parts={"pg_class": (stable, ["not a row"])},
+                        part_cache=cache)
+    bad_stable = stable[:-1] + [42]
+    with pytest.raises(CatalogError, match="'pg_class' is not an array of row objects"):
+        CatalogSnapshot(dict(data, pg_class=bad_stable + extra),
+                        parts={"pg_class": (bad_stable, extra)}, part_cache=cache)
+    assert cache["pg_class:checked"] is stable
