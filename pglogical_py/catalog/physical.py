@@ -897,10 +897,11 @@ class PhysicalCatalog:
         seeing all those xids as committed, has ``plain``.
         """
         xmin = snapshot.xmin
-        if not transaction_id_is_normal(xmin) or any(
-                not transaction_id_is_normal(x) or transaction_id_precedes(x, xmin)
-                for x in snapshot.subxip):
+        if not transaction_id_is_normal(xmin):
             return None
+        for x in snapshot.subxip:  # (a loop, not any(): asked per heap and snapshot)
+            if not transaction_id_is_normal(x) or transaction_id_precedes(x, xmin):
+                return None
         versions = self._load(heap)
         enough = self.RECLASSIFY_WORK * max(len(versions), 64)
         settled = heap.settled
