@@ -50,7 +50,9 @@ NOTES
     array_out text under the decoder's default settings, computed with the types
     layer once types are known.  pg_class rows get ``filenode`` (relfilenode, or the
     relation map's number for a mapped catalog).  Rows are deformed lazily and
-    cached on the version.
+    cached on the version; on CPython a heap's rows are built, after its first
+    ``BUILD_AFTER``, by a function generated for its columns (``_rowbuild.py``), and
+    integer arrays without nulls are unpacked in one call.
 
     Snapshots.  ``catalog_at(snapshot)`` filters every catalog's versions through
     ``visibility.satisfies_historic_mvcc`` and builds a ``CatalogSnapshot`` from
