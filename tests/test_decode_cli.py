@@ -71,21 +71,8 @@ def test_cli_commit_log_scans_match_postgres(tmp_path: os.PathLike[str], major: 
     d = os.path.join(FIXTURES, major, workload)
     if not os.path.isdir(os.path.join(d, "wal")):
         pytest.skip("no fixture")
-    with open(os.path.join(d, "meta.json")) as f:
-        meta = json.load(f)
-    opts = meta["decode"]["optionsets"][optionset]
     out = os.path.join(str(tmp_path), "out.tsv")
-    catalog = os.path.join(d, "physical")  # DDL in the range: the historic catalog
-    if not os.path.isdir(catalog):
-        catalog = os.path.join(d, "catalog.json.gz")
-    argv = ["decode", os.path.join(d, "wal"), "--catalog", catalog,
-            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d), "--stats",
-            "--spill-store", "memory", "-O", out]
-    if "logical_decoding_work_mem" in meta.get("settings", {}):
-        argv += ["--work-mem", meta["settings"]["logical_decoding_work_mem"]]
-    for i in range(0, len(opts), 2):
-        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
-    assert main(argv) == 0
+    assert main(_fixture_argv(d, out, optionset)) == 0
     expected = os.path.join(d, "decode", optionset + ".tsv")
     with open(out, "rb") as f:
         got = f.read()
@@ -104,6 +91,25 @@ def test_cli_commit_log_scans_match_postgres(tmp_path: os.PathLike[str], major: 
         for name in ("spill_txns", "spill_count", "spill_bytes", "stream_txns",
                      "stream_count", "stream_bytes", "total_txns", "total_bytes"):
             assert int(ours[name]) == pg[name], name
+
+
+def _fixture_argv(d: str, out: str, optionset: str) -> List[str]:
+    """``decode`` of fixture ``d`` as PostgreSQL peeked it with ``optionset``: the slot,
+    the upto LSN, its session's work_mem, the options; ``--stats`` to stderr."""
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    opts = meta["decode"]["optionsets"][optionset]
+    catalog = os.path.join(d, "physical")  # DDL in the range: the historic catalog
+    if not os.path.isdir(catalog):
+        catalog = os.path.join(d, "catalog.json.gz")
+    argv = ["decode", os.path.join(d, "wal"), "--catalog", catalog,
+            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d), "--stats",
+            "--spill-store", "memory", "-O", out]
+    if "logical_decoding_work_mem" in meta.get("settings", {}):
+        argv += ["--work-mem", meta["settings"]["logical_decoding_work_mem"]]
+    for i in range(0, len(opts), 2):
+        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
+    return argv
 
 
 def test_cli_jsonl(tmp_path: os.PathLike[str]) -> None:
@@ -194,20 +200,6 @@ def test_slot_state_file_matches_slot_json(wdir: str) -> None:
     assert st.catalog_xmin == ref["catalog_xmin"]
 
 
-def _spill_argv(d: str, out: str, optionset: str) -> List[str]:
-    with open(os.path.join(d, "meta.json")) as f:
-        meta = json.load(f)
-    opts = meta["decode"]["optionsets"][optionset]
-    argv = ["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
-            "--slot-state", os.path.join(d, "slot.state"), "--end-lsn", _upto(d), "--stats",
-            "--spill-store", "memory", "-O", out]
-    if "logical_decoding_work_mem" in meta.get("settings", {}):
-        argv += ["--work-mem", meta["settings"]["logical_decoding_work_mem"]]
-    for i in range(0, len(opts), 2):
-        argv += ["-o", "%s=%s" % (opts[i], opts[i + 1])]
-    return argv
-
-
 def test_cli_server_version_sets_the_release_decoded(tmp_path: os.PathLike[str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """``--server-version``: the catalog's own release (16.14) given explicitly decodes
@@ -219,7 +211,7 @@ def test_cli_server_version_sets_the_release_decoded(tmp_path: os.PathLike[str],
     if not os.path.isdir(os.path.join(d, "wal")):
         pytest.skip("no fixture")
     out = os.path.join(str(tmp_path), "out.tsv")
-    argv = _spill_argv(d, out, "stream_xids0_skip1")
+    argv = _fixture_argv(d, out, "stream_xids0_skip1")
 
     def run(*extra: str) -> Tuple[bytes, Dict[str, int]]:
         assert main(argv + list(extra)) == 0

@@ -163,8 +163,7 @@ def _column(col: Column, i: int, conv: Converter, ns: Dict[str, Any],
             expr = inl[1].format("x")
         else:
             emit("        %s = tp[o:o + %d]" % (v, attlen))
-            ns["C%d" % i] = conv
-            expr = "C%d(%s, row)" % (i, v)
+            expr = ""
         emit("        o += %d" % attlen)
     elif attlen == -1:
         emit("        b = tp[o]")
@@ -177,14 +176,15 @@ def _column(col: Column, i: int, conv: Converter, ns: Dict[str, Any],
         emit("            n = U32(tp, o)[0] >> 2")
         emit("        %s = tp[o:o + n]" % v)
         emit("        o += n")
-        ns["C%d" % i] = conv
-        expr = "C%d(%s, row)" % (i, v)
+        expr = ""
     else:  # -2: a cstring
         if a > 1:
             emit("        o = (o + %d) & %d" % (a - 1, -a))
         emit("        e = tp.index(b'\\0', o) + 1")
         emit("        %s = tp[o:e]" % v)
         emit("        o = e")
+        expr = ""
+    if not expr:  # the heap's converter
         ns["C%d" % i] = conv
         expr = "C%d(%s, row)" % (i, v)
     for key, e in _entries(name, typid, expr):
