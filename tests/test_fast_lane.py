@@ -78,11 +78,21 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
     monkeypatch.setattr(_runtime, "_PYPY", True)
     monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
     monkeypatch.delenv("PGLOGICAL_PY_NO_TUNING", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     _runtime.reexec_tuned(["decode", "wal", "--catalog", "c.json"])
     assert len(calls) == 1
     path, argv, env = calls[0]
     assert argv[1:] == ["-m", "pglogical_py", "decode", "wal", "--catalog", "c.json"]
     assert env["PYPY_GC_NURSERY"] == _runtime.NURSERY
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    # a user's tunables are kept, and their own hugetlb setting wins
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    _runtime.reexec_tuned(["decode"])
+    assert calls[-1][2]["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0")
+    _runtime.reexec_tuned(["decode"])
+    assert calls[-1][2]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
+    del calls[1:]
     # the child (variable set) and a user's own value: no second exec
     monkeypatch.setenv("PYPY_GC_NURSERY", "1MB")
     _runtime.reexec_tuned(["decode"])
