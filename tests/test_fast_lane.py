@@ -76,6 +76,7 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
 
     monkeypatch.setattr(_runtime.os, "execve", fake_execve)
     monkeypatch.setattr(_runtime, "_PYPY", True)
+    monkeypatch.setattr(_runtime, "_thp_madvise", lambda: True)
     monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
     monkeypatch.delenv("PGLOGICAL_PY_NO_TUNING", raising=False)
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
@@ -93,7 +94,8 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
     _runtime.reexec_tuned(["decode"])
     assert calls[-1][2]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
     del calls[1:]
-    # the child (variable set) and a user's own value: no second exec
+    # the child (its environment tuned) and a user's own nursery: no second exec
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
     monkeypatch.setenv("PYPY_GC_NURSERY", "1MB")
     _runtime.reexec_tuned(["decode"])
     monkeypatch.delenv("PYPY_GC_NURSERY")
@@ -106,13 +108,45 @@ def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:
     from pglogical_py.cli import _runtime
 
     monkeypatch.setattr(_runtime, "_PYPY", False)
+    monkeypatch.setattr(_runtime, "_thp_madvise", lambda: True)
     monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
 
     def boom(*a: Any) -> None:
         raise AssertionError("exec on CPython")
 
     monkeypatch.setattr(_runtime.os, "execve", boom)
     _runtime.reexec_tuned(["decode"])
+
+
+def test_runtime_huge_pages_only_in_thp_madvise_mode(monkeypatch: Any) -> None:
+    """PyPy in the other THP modes: the nursery alone."""
+    from pglogical_py.cli import _runtime
+
+    calls: List[Dict[str, str]] = []
+    monkeypatch.setattr(_runtime, "_PYPY", True)
+    monkeypatch.setattr(_runtime, "_thp_madvise", lambda: False)
+    monkeypatch.setattr(_runtime.os, "execve", lambda p, a, env: calls.append(env))
+    monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+    monkeypatch.delenv("PGLOGICAL_PY_NO_TUNING", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    _runtime.reexec_tuned(["decode"])
+    assert len(calls) == 1 and "GLIBC_TUNABLES" not in calls[0]
+    assert calls[0]["PYPY_GC_NURSERY"] == _runtime.NURSERY
+
+
+def test_runtime_reads_the_thp_mode(tmp_path: Any, monkeypatch: Any) -> None:
+    from pglogical_py.cli import _runtime
+
+    mode = tmp_path / "enabled"
+    for text, madvise in (("always [madvise] never\n", True),
+                          ("[always] madvise never\n", False),
+                          ("always madvise [never]\n", False)):
+        mode.write_text(text)
+        monkeypatch.setattr(_runtime, "_THP_ENABLED", str(mode))
+        assert _runtime._thp_madvise() is madvise
+    monkeypatch.setattr(_runtime, "_THP_ENABLED", str(tmp_path / "missing"))
+    assert _runtime._thp_madvise() is False
 
 
 @pytest.mark.parametrize("case", _LANE_CASES, ids=[_ids(c) for c in _LANE_CASES])

@@ -23,20 +23,23 @@ NOTES
     past issue 5's work_mem + 150 MB.  Lower JIT warm-up thresholds
     (``pypyjit.set_param``) were measured too and did not pay.
 
-    The same re-execution asks glibc (2.35 and later; others ignore the tunable) to
-    have its large allocations backed by transparent huge pages
-    (``glibc.malloc.hugetlb=1``, added to any ``GLIBC_TUNABLES`` the user set, unless
-    that names ``hugetlb`` itself): the WAL segments, read whole (16 MB each), and the
-    GC's arenas then fault in 2 MB at a time.  On the pgbench benchmark (W1) page
-    faults went from ~62,000 to ~14,000 and whole-process CPU from 1.93-2.12 s to
-    1.71-1.97 s (five alternating pairs; W2 within its noise, 2.53-3.25 against
-    2.61-3.14 s); the peak RSS of the 1M-row decode grew by 2 MB.
+    Huge pages.  Where Linux gives transparent huge pages only to the memory that
+    asks for them (THP mode ``madvise``, this box's and many distributions' default),
+    the PyPy re-execution also sets glibc's ``glibc.malloc.hugetlb=1`` (glibc 2.35 and
+    later; others ignore the tunable), added to any ``GLIBC_TUNABLES`` the user set
+    unless that names ``hugetlb`` itself: glibc then asks for huge pages for its
+    large allocations, and the WAL segments, read whole (16 MB each), and the GC's
+    arenas fault in 2 MB at a time.  pgbench benchmark (W1): page faults ~62,000 ->
+    ~14,000, whole-process CPU 1.93-2.12 s -> 1.71-1.97 s (five alternating pairs;
+    W2 within its noise); the 1M-row decode's peak RSS +2 MB.  CPython is left
+    alone: re-executed for the tunable alone, four alternating pairs showed no gain
+    through the box's noise (W1 3.05-4.04 s against 2.85-3.74 s).
 
     ``PGLOGICAL_PY_NO_TUNING=1`` turns the re-execution off (for benchmarks that show
     its effect).
 
 INVARIANTS
-    * At most one re-execution: the child sees the variable set.
+    * At most one re-execution: the child's environment is already tuned.
     * CPython, and any in-process call of ``cli.main``, are never affected.
 """
 
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List
+from typing import Dict, List, Mapping, Optional
 
 #: the nursery the command line asks PyPy for (see NOTES for the figures)
 NURSERY = "8MB"
@@ -54,26 +57,47 @@ HUGE_PAGES = "glibc.malloc.hugetlb=1"
 
 #: (sys.implementation, not platform: importing platform costs 15 ms on PyPy)
 _PYPY = sys.implementation.name == "pypy"
+#: Linux's transparent huge page mode: ``always [madvise] never``
+_THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
 def _enabled() -> bool:
-    return _PYPY and os.environ.get("PGLOGICAL_PY_NO_TUNING", "") in ("", "0")
+    return os.environ.get("PGLOGICAL_PY_NO_TUNING", "") in ("", "0")
+
+
+def _thp_madvise() -> bool:
+    """Whether transparent huge pages are given only where asked for (Linux's
+    ``madvise`` mode): only then does glibc's tunable change anything."""
+    try:
+        with open(_THP_ENABLED) as f:
+            return "[madvise]" in f.read()
+    except OSError:
+        return False
+
+
+def tuned_environment(environ: Mapping[str, str]) -> Optional[Dict[str, str]]:
+    """The environment the command line re-executes itself with, or None when
+    ``environ`` already is what it would be (or tuning is off)."""
+    if not _PYPY or not _enabled():
+        return None
+    env = dict(environ)
+    if "PYPY_GC_NURSERY" not in env:
+        env["PYPY_GC_NURSERY"] = NURSERY
+    tunables = env.get("GLIBC_TUNABLES", "")
+    if "glibc.malloc.hugetlb" not in tunables and _thp_madvise():
+        env["GLIBC_TUNABLES"] = f"{tunables}:{HUGE_PAGES}" if tunables else HUGE_PAGES
+    return None if env == dict(environ) else env
 
 
 def reexec_tuned(argv: List[str]) -> None:
-    """Re-execute ``python -m pglogical_py ARGV`` under PyPy with a larger GC nursery and
-    glibc's huge-page tunable (returns only when nothing is to be done or the exec is
-    impossible)."""
-    if not _enabled() or "PYPY_GC_NURSERY" in os.environ:
+    """Re-execute ``python -m pglogical_py ARGV`` with ``tuned_environment`` (returns only
+    when nothing is to be done or the exec is impossible)."""
+    env = tuned_environment(os.environ)
+    if env is None:
         return
-    env = dict(os.environ, PYPY_GC_NURSERY=NURSERY)
-    tunables = env.get("GLIBC_TUNABLES", "")
-    if "glibc.malloc.hugetlb" not in tunables:
-        env["GLIBC_TUNABLES"] = f"{tunables}:{HUGE_PAGES}" if tunables else HUGE_PAGES
     try:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable, "-m", "pglogical_py"] + argv, env)
     except OSError:
         return  # no exec here (e.g. a frozen interpreter): run as we are
-
