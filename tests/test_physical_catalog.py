@@ -481,3 +481,46 @@ def test_int_arrays_unpacked_equal_element_by_element(fixture: Path,
     assert unpacked == each
     # the int2vector / oidvector columns took the unpacking path, and only with it on
     assert {21, 26} <= set(by_element_off) and not {21, 26} & set(by_element)
+
+
+def test_lead_reader_reads_leading_fixed_columns_only() -> None:
+    """``_rowbuild.lead_reader``: wanted columns among the leading fixed-width ones read
+    with one struct call (aligned, the others skipped); a version with one of them null
+    declined; a wanted column past a variable-length one: no reader."""
+    from pglogical_py.catalog._rowbuild import lead_reader
+
+    cols = [("a", 26, 4, True, "i"), ("n", 19, 64, False, "c"), ("b", 21, 2, True, "s"),
+            ("c", 23, 4, True, "i"), ("v", 25, -1, False, "i")]
+    read = lead_reader(cols, ("a", "n", "c"))
+    assert read is not None
+    tp = struct.pack("<I64shxxi", 1255, b"proname".ljust(64, b"\0"), -7, 42) + b"\x0bvalue"
+    header = bytes(23)
+    assert read(header + b"\x1f", tp, 0) == (1255, b"proname".ljust(64, b"\0"), 42)
+    assert read(header + b"\x0f", tp, 1) == (1255, b"proname".ljust(64, b"\0"), 42)  # v null
+    assert read(header + b"\x1b", tp, 1) is None  # b null: the offsets after it move
+    assert lead_reader(cols, ("a", "v")) is None
+    assert lead_reader(cols, ("missing",)) is None
+
+
+@pytest.mark.skipif(not PHYSICAL_FIXTURES, reason="no fixture has a physical catalog")
+@pytest.mark.parametrize("fixture", PHYSICAL_FIXTURES[:8],
+                         ids=[f"{p.parent.name}/{p.name}" for p in PHYSICAL_FIXTURES[:8]])
+def test_proc_names_from_the_leading_columns(fixture: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """regproc names (and internal-language aliases' prosrc) from pg_proc's leading
+    columns equal those from its deformed rows; only the aliases' rows are deformed."""
+    import pglogical_py.catalog.physical as physical_mod
+
+    def names_and_types(lead: bool) -> Tuple[Dict[int, str], List[str], int]:
+        if not lead:
+            monkeypatch.setattr(physical_mod, "lead_reader", lambda *a: None)
+        pc = PhysicalCatalog.load(str(fixture / "physical"))
+        types = [repr(sorted(pc.row(tv).items())) for tv in pc.versions("pg_type")]
+        names = {oid: pc.proc_name(oid) for oid in (pc._proc_names or {})}
+        deformed = sum(tv._row is not None for tv in pc.versions("pg_proc"))
+        return names, types, deformed
+
+    names, types, deformed = names_and_types(True)
+    names_rows, types_rows, deformed_rows = names_and_types(False)
+    assert (names, types) == (names_rows, types_rows)
+    assert len(names) > 2000 and deformed < deformed_rows / 10

@@ -191,3 +191,46 @@ def _column(col: Column, i: int, conv: Converter, ns: Dict[str, Any],
         emit("        row[%r] = %s" % (key, e))
     emit("    else:")
     emit("        row[%r] = None" % name)
+
+
+LeadReader = Callable[[bytes, bytes, int], Optional[Tuple[Any, ...]]]
+
+
+def lead_reader(columns: Sequence[Column], wanted: Sequence[str]) -> Optional[LeadReader]:
+    """``read(raw, tp, hasnull)``: the ``wanted`` columns' values (in column order; ints
+    and floats as numbers, every other type as its bytes) with one ``struct`` call, or
+    None for a version with one of the leading attributes null.  None (no reader) when
+    a wanted column is not among the leading fixed-width ones."""
+    where = {c[0]: i for i, c in enumerate(columns)}
+    if not wanted or any(n not in where for n in wanted):
+        return None
+    last = max(where[n] for n in wanted)
+    if any(columns[i][2] <= 0 for i in range(last + 1)):
+        return None
+    codes: List[str] = []
+    pos = 0
+    for i in range(last + 1):
+        name, typid, attlen, _byval, align = columns[i]
+        a = ALIGNMENT[align]
+        start = (pos + a - 1) & -a
+        if name in wanted:
+            if start > pos:
+                codes.append("%dx" % (start - pos))
+            fmt = _INTS.get(typid) or _FLOATS.get(typid)
+            codes.append(fmt[1:] if fmt is not None and struct.calcsize(fmt) == attlen
+                         else "%ds" % attlen)
+        else:
+            codes.append("%dx" % (start - pos + attlen))
+        pos = start + attlen
+    unpack = struct.Struct("<" + "".join(codes)).unpack_from
+    full = bytes([0xFF] * (last // 8 + 1))
+    tail = (1 << ((last & 7) + 1)) - 1
+
+    def read(raw: bytes, tp: bytes, hasnull: int) -> Optional[Tuple[Any, ...]]:
+        if hasnull:
+            bits = raw[23:24 + last // 8]
+            if bits[:-1] != full[:-1] or bits[-1] & tail != tail:
+                return None
+        return unpack(tp, 0)  # type: ignore[no-any-return]
+
+    return read

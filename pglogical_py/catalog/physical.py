@@ -157,6 +157,7 @@ from ._rowbuild import (
     _REGPROC,
     _TEXT,
     RowBuilder,
+    lead_reader,
 )
 from ._rowbuild import generate as generate_row_builder
 from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
@@ -405,6 +406,10 @@ class PhysicalCatalog:
         self._class_latest: Dict[int, Dict[str, Any]] = {}
         self._bootstrap()
         self._proc_names: Optional[Dict[int, str]] = None
+        #: internal-language functions (their pg_proc version) and the prosrc aliases
+        #: looked up so far (``_internal_src``)
+        self._proc_internal: Dict[int, TupleVersion] = {}
+        self._proc_src: Dict[int, Optional[str]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
@@ -784,25 +789,59 @@ class PhysicalCatalog:
     def proc_name(self, oid: int) -> str:
         """regprocout: ``-`` for 0, the name (schema-qualified outside pg_catalog/public)."""
         if self._proc_names is None:
-            self._proc_names = {}
-            self._proc_src = {}
-            nsp = {int(r["oid"]): str(r["nspname"]) for r in self._latest_rows(
-                self._heaps["pg_namespace"])}
-            for tv in self._load(self._heaps["pg_proc"]):
-                if not self._committed_latest(tv):
-                    continue
-                r = self.row(tv)
-                name = str(r["proname"])
-                ns = nsp.get(int(r["pronamespace"]), "")
-                if ns not in ("pg_catalog", "public"):
-                    name = f"{ns}.{name}"
-                self._proc_names[int(r["oid"])] = name
-                if int(r.get("prolang") or 0) == INTERNALLANGUAGE_OID and r.get("prosrc") \
-                        and r["prosrc"] != r["proname"]:
-                    self._proc_src[int(r["oid"])] = str(r["prosrc"])
+            self._load_proc_names()
         if oid == 0:
             return "-"
-        return self._proc_names.get(oid, str(oid))
+        return self._proc_names.get(oid, str(oid))  # type: ignore[union-attr]
+
+    def _load_proc_names(self) -> None:
+        """The names of the latest pg_proc rows: oid, proname, pronamespace and prolang
+        read from the leading fixed-width columns (``_rowbuild.lead_reader``), the row
+        deformed only when they cannot be; internal-language functions remembered for
+        their prosrc (``_internal_src``)."""
+        names: Dict[int, str] = {}
+        self._proc_internal = {}
+        self._proc_src = {}
+        nsp = {int(r["oid"]): str(r["nspname"]) for r in self._latest_rows(
+            self._heaps["pg_namespace"])}
+        heap = self._heaps["pg_proc"]
+        read = lead_reader(heap.columns, ("oid", "proname", "pronamespace", "prolang"))
+        for tv in self._load(heap):
+            if not self._committed_latest(tv):
+                continue
+            h = tv.header
+            vals = None
+            if read is not None:
+                try:
+                    vals = read(h.raw, h.raw[h.t_hoff:], h.t_infomask & HEAP_HASNULL)
+                except struct.error:
+                    vals = None
+            if vals is not None:
+                oid, raw_name, nsp_oid, lang = vals
+                name = raw_name.split(b"\0", 1)[0].decode("utf-8", "replace")
+            else:
+                r = self.row(tv)
+                oid, name = int(r["oid"]), str(r["proname"])
+                nsp_oid, lang = int(r["pronamespace"]), int(r.get("prolang") or 0)
+            ns = nsp.get(nsp_oid, "")
+            names[oid] = name if ns in ("pg_catalog", "public") else f"{ns}.{name}"
+            if lang == INTERNALLANGUAGE_OID:
+                self._proc_internal[oid] = tv
+        self._proc_names = names
+
+    def _internal_src(self, oid: int) -> Optional[str]:
+        """The prosrc of internal-language function ``oid`` when it names another
+        built-in than its own name (an alias), else None; its row deformed once."""
+        if oid in self._proc_src:
+            return self._proc_src[oid]
+        tv = self._proc_internal.get(oid)
+        src = None
+        if tv is not None:
+            r = self.row(tv)
+            if r.get("prosrc") and r["prosrc"] != r["proname"]:
+                src = str(r["prosrc"])
+        self._proc_src[oid] = src
+        return src
 
     def _resolve_regprocs(self, row: Dict[str, Any]) -> None:
         for k in [k for k in row if k.endswith("_oid")]:
@@ -811,7 +850,7 @@ class PhysicalCatalog:
                 row[base] = self.proc_name(row[k])
                 if base == "typoutput":
                     # an internal-language alias runs the built-in its prosrc names
-                    src = self._proc_src.get(row[k])
+                    src = self._internal_src(row[k])
                     if src:
                         row["typoutput_src"] = src
 
