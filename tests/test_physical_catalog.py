@@ -524,3 +524,33 @@ def test_proc_names_from_the_leading_columns(fixture: Path,
     names_rows, types_rows, deformed_rows = names_and_types(False)
     assert (names, types) == (names_rows, types_rows)
     assert len(names) > 2000 and deformed < deformed_rows / 10
+
+
+def test_missing_value_texts_of_builtin_types_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """attmissingval texts: a built-in type's (its output cannot change with the catalog)
+    computed once per datum for every row and snapshot; a user type's every time."""
+    import pglogical_py.catalog.physical as physical_mod
+
+    path = FIXTURES / "pg15" / "addcolumn" / "physical"
+    if not path.exists():
+        pytest.skip("no fixture")
+    pc = PhysicalCatalog.load(str(path))
+    cat = pc.latest()
+    done = [pc.row(tv) for tv in pc.versions("pg_attribute")
+            if pc.row(tv).get("attmissingval_text") is not None]
+    assert done
+    first = done[0]
+    key = (int(first["atttypid"]), first["attmissingval_raw"])
+    assert pc._missing_texts[key] == first["attmissingval_text"]
+    calls: List[int] = []
+
+    def counted(cat_: object, typid: int, payload: bytes) -> str:
+        calls.append(typid)
+        return "computed"
+
+    monkeypatch.setattr(physical_mod, "missing_value_text", counted)
+    again = {k: v for k, v in first.items() if k != "attmissingval_text"}
+    user = dict(again, atttypid=16390)
+    pc._fill_missing_values(cat, [again, user])
+    assert again["attmissingval_text"] == first["attmissingval_text"]
+    assert user["attmissingval_text"] == "computed" and calls == [16390]

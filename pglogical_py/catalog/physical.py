@@ -410,6 +410,8 @@ class PhysicalCatalog:
         #: looked up so far (``_internal_src``)
         self._proc_internal: Dict[int, TupleVersion] = {}
         self._proc_src: Dict[int, Optional[str]] = {}
+        #: attmissingval texts of built-in types, by (type oid, datum)
+        self._missing_texts: Dict[Tuple[int, bytes], str] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
@@ -1282,12 +1284,22 @@ class PhysicalCatalog:
 
     def _fill_missing_values(self, cat: CatalogSnapshot, rows: List[Dict[str, Any]]) -> None:
         """attmissingval (anyarray) -> attmissingval_text via array_out of its type."""
+        texts = self._missing_texts
         for r in rows:
             raw = r.get("attmissingval_raw")
             if raw is None or "attmissingval_text" in r:
                 continue
+            typid = int(r["atttypid"])
+            # a built-in type prints the same at every snapshot: its texts are kept
+            # (a user type's output may change with the catalog: an enum's labels)
+            key = (typid, raw) if typid < FirstUnpinnedObjectId else None
+            if key is not None and key in texts:
+                r["attmissingval_text"] = texts[key]
+                continue
             try:
-                r["attmissingval_text"] = missing_value_text(cat, int(r["atttypid"]), raw)
+                r["attmissingval_text"] = text = missing_value_text(cat, typid, raw)
+                if key is not None:
+                    texts[key] = text
             except PglogicalError as err:
                 # reported when the relation is built (CatalogSnapshot._attribute), not
                 # for the whole catalog
