@@ -410,8 +410,8 @@ class PhysicalCatalog:
         #: looked up so far (``_internal_src``)
         self._proc_internal: Dict[int, TupleVersion] = {}
         self._proc_src: Dict[int, Optional[str]] = {}
-        #: attmissingval texts of built-in types, by (type oid, datum)
-        self._missing_texts: Dict[Tuple[int, bytes], str] = {}
+        #: attmissingval printers (array_out of the type) of built-in types, by type oid
+        self._missing_printers: Dict[int, Callable[[bytes], str]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
@@ -1284,22 +1284,21 @@ class PhysicalCatalog:
 
     def _fill_missing_values(self, cat: CatalogSnapshot, rows: List[Dict[str, Any]]) -> None:
         """attmissingval (anyarray) -> attmissingval_text via array_out of its type."""
-        texts = self._missing_texts
+        printers = self._missing_printers
         for r in rows:
             raw = r.get("attmissingval_raw")
             if raw is None or "attmissingval_text" in r:
                 continue
             typid = int(r["atttypid"])
-            # a built-in type prints the same at every snapshot: its texts are kept
-            # (a user type's output may change with the catalog: an enum's labels)
-            key = (typid, raw) if typid < FirstUnpinnedObjectId else None
-            if key is not None and key in texts:
-                r["attmissingval_text"] = texts[key]
-                continue
             try:
-                r["attmissingval_text"] = text = missing_value_text(cat, typid, raw)
-                if key is not None:
-                    texts[key] = text
+                # a built-in type prints the same way at every snapshot: its printer is
+                # kept (a user type's output may change with the catalog: enum labels)
+                printer = printers.get(typid)
+                if printer is None:
+                    printer = missing_value_printer(cat, typid)
+                    if typid < FirstUnpinnedObjectId:
+                        printers[typid] = printer
+                r["attmissingval_text"] = printer(raw)
             except PglogicalError as err:
                 # reported when the relation is built (CatalogSnapshot._attribute), not
                 # for the whole catalog
@@ -1316,6 +1315,11 @@ _ANON_ARRAY = 0xFFFFFFFF
 
 def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
     """array_out of an attmissingval datum (payload without varlena header)."""
+    return missing_value_printer(cat, typid)(payload)
+
+
+def missing_value_printer(cat: CatalogSnapshot, typid: int) -> Callable[[bytes], str]:
+    """array_out of the attmissingval datums of type ``typid`` (``missing_value_text``)."""
     from ..types.output import OutputSettings, make_type_info, output_function
 
     extra: Dict[int, Any] = {}
@@ -1351,8 +1355,8 @@ def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
             "oid": _ANON_ARRAY, "typname": "_" + t.typname, "typtype": "b", "typlen": -1,
             "typbyval": False, "typalign": "d" if t.typalign == "d" else "i",
             "typelem": typid, "typdelim": t.typdelim, "typoutput": "array_out"})
-    fn = output_function(arr, OutputSettings(major=cat.major), _Hook())
-    return fn(payload)
+    fn: Callable[[bytes], str] = output_function(arr, OutputSettings(major=cat.major), _Hook())
+    return fn
 
 
 # -- logical rewrite mappings (pg_logical/mappings) ------------------------------------------
