@@ -790,13 +790,14 @@ class PhysicalCatalog:
 
     def proc_name(self, oid: int) -> str:
         """regprocout: ``-`` for 0, the name (schema-qualified outside pg_catalog/public)."""
-        if self._proc_names is None:
-            self._load_proc_names()
+        names = self._proc_names
+        if names is None:
+            names = self._proc_names = self._load_proc_names()
         if oid == 0:
             return "-"
-        return self._proc_names.get(oid, str(oid))  # type: ignore[union-attr]
+        return names.get(oid, str(oid))
 
-    def _load_proc_names(self) -> None:
+    def _load_proc_names(self) -> Dict[int, str]:
         """The names of the latest pg_proc rows: oid, proname, pronamespace and prolang
         read from the leading fixed-width columns (``_rowbuild.lead_reader``), the row
         deformed only when they cannot be; internal-language functions remembered for
@@ -829,7 +830,7 @@ class PhysicalCatalog:
             names[oid] = name if ns in ("pg_catalog", "public") else f"{ns}.{name}"
             if lang == INTERNALLANGUAGE_OID:
                 self._proc_internal[oid] = tv
-        self._proc_names = names
+        return names
 
     def _internal_src(self, oid: int) -> Optional[str]:
         """The prosrc of internal-language function ``oid`` when it names another
