@@ -1310,17 +1310,13 @@ class PhysicalCatalog:
                 f"{self.datname!r})")
 
 
-#: the oid under which missing_value_text resolves an array type the catalog lacks
+#: the oid under which missing_value_printer resolves an array type the catalog lacks
 _ANON_ARRAY = 0xFFFFFFFF
 
 
-def missing_value_text(cat: CatalogSnapshot, typid: int, payload: bytes) -> str:
-    """array_out of an attmissingval datum (payload without varlena header)."""
-    return missing_value_printer(cat, typid)(payload)
-
-
 def missing_value_printer(cat: CatalogSnapshot, typid: int) -> Callable[[bytes], str]:
-    """array_out of the attmissingval datums of type ``typid`` (``missing_value_text``)."""
+    """array_out of the attmissingval datums of type ``typid`` (payload without varlena
+    header)."""
     from ..types.output import OutputSettings, make_type_info, output_function
 
     extra: Dict[int, Any] = {}
