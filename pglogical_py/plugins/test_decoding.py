@@ -867,7 +867,7 @@ def _compile_row(attrs: Sequence[Any], cols: List[Optional[ColumnPrinter]], skip
         hoff = (23 + len(nullmap) + 7) & -8
     base = hoff - 18  # attribute data: 5-byte xl_heap_header + (t_hoff - 23)
     ns: Dict[str, Any] = {"SLOW": slow, "NV": by_nulls, "U32": _U32, "EXT": EXTERNAL_SIZE,
-                          "NUM": numeric_bytes, "Q": b"'", "QQ": b"''", "Z": b"\x00"}
+                          "NUM": numeric_bytes, "Q": b"'", "QQ": b"''"}
     body: List[str] = []
     emit = body.append
     fmt: List[Tuple[bytes, bytes]] = []  # (literal text, % placeholder)
@@ -982,7 +982,9 @@ def _compile_row(attrs: Sequence[Any], cols: List[Optional[ColumnPrinter]], skip
             emit("        n = U32(t, o)[0] >> 2")
             emit("        %s = t[o + 4:o + n].replace(Q, QQ)" % v)
             # a NUL ends the C string textout returns: the general path cuts it there
-            emit("    if Z in %s:" % v)
+            # (``0 in``: memchr; ``b"\0" in`` first fails an int conversion, an
+            # exception raised and cleared per row on CPython)
+            emit("    if 0 in %s:" % v)
             emit("        return SLOW(t)")
             emit("    o += n")
             fmt.append((prefix, b"'%s'"))

@@ -151,7 +151,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import (
     DecodingError,
@@ -223,6 +223,9 @@ _LONG_HDR_TAIL = struct.Struct("<QII")  # sysid, seg_size, xlog_blcksz at offset
 # record (an allocation and a call per comparison); a damaged xl_prev at or above
 # 2**63 comes out negative, which fails the prev-link checks as it should
 _REC_HDR = struct.Struct("<IIqBBxxI")
+#: the header and the next four bytes: a block header's id, fork_flags and data_length,
+#: or XLR_BLOCK_ID_DATA_SHORT and its length (``_page_run``)
+_REC_HDR_BLK = struct.Struct("<IIqBBxxIBBH")
 #: "no bound" for LSN comparisons: the largest machine integer, as a literal (PyPy
 #: keeps it unboxed; ``(1 << 63) - 1`` would stay a big integer there)
 _NO_BOUND = 0x7FFFFFFFFFFFFFFF
@@ -286,6 +289,20 @@ _C_EXTEND = _select_crc()
 PAGE_RUN = True
 
 
+def _run_table(skip: bytes, fast: Optional[Sequence[Optional[FastHandler]]]
+               ) -> List[Any]:
+    """``_page_run``'s one look-up per record type (``(rmid << 4) | (info >> 4)``):
+    True where ``skip`` skips the type, its fast handler where there is one, else
+    None (the record goes to ``_walk``)."""
+    table: List[Any] = [None] * len(skip)
+    for k, skipped in enumerate(skip):
+        if skipped:
+            table[k] = True
+        elif fast is not None and k < len(fast):
+            table[k] = fast[k]
+    return table
+
+
 def _page_run(
     buf: bytes,
     off: int,
@@ -294,8 +311,7 @@ def _page_run(
     base: int,
     prev_ptr: int,
     last_xid: int,
-    skip: bytes,
-    fast: Optional[Sequence[Optional[FastHandler]]],
+    table: Sequence[Any],
     on_xid: Callable[[int, int], None],
     extend: Callable[[int, bytes], int],
     name: str,
@@ -324,26 +340,27 @@ def _page_run(
     1.35 -> 1.05 us per record; a third of what is left is the CRC's two slices and
     two calls.
     """
-    unpack_hdr = _REC_HDR.unpack_from
+    unpack_hdr = _REC_HDR_BLK.unpack_from
     n = 0
     declined = False
     try:
-        while off + 26 <= lim:
-            tot_len, xid, xl_prev, info, rmid, crc = unpack_hdr(buf, off)
+        # 28 bytes: the header and what follows it, read by one struct call (a record
+        # of 26-27 bytes ending the run takes the general path)
+        while off + 28 <= lim:
+            tot_len, xid, xl_prev, info, rmid, crc, first, second, dl = unpack_hdr(buf, off)
             end = off + tot_len
             nxt = off + ((tot_len + 7) & -8)
             if (end > lim or nxt >= stop_off or tot_len < 26 or xl_prev != prev_ptr
                     or rmid > RM_MAX_BUILTIN_ID):
                 break
-            first = buf[off + 24]
             if first == 255:
-                if buf[off + 25] + 26 != tot_len:
+                if second + 26 != tot_len:
                     break
                 main_off = 26
                 main_len = tot_len - 26
-            elif first == 0 and tot_len >= 44 and not (buf[off + 25] & 0x90):
-                dl = buf[off + 26] | (buf[off + 27] << 8)
-                if (dl != 0) != ((buf[off + 25] & 0x20) != 0):
+            elif first == 0 and tot_len >= 44 and not (second & 0x90):
+                # dl: the block's data_length
+                if (dl != 0) != ((second & 0x20) != 0):
                     break
                 rest = tot_len - 44 - dl
                 if rest == 0:
@@ -356,16 +373,13 @@ def _page_run(
                     break
             else:
                 break
-            k = (rmid << 4) | (info >> 4)
-            fn = None
-            if not skip[k]:
-                fn = fast[k] if fast is not None else None
-                if fn is None:
-                    break
+            fn = table[(rmid << 4) | (info >> 4)]
+            if fn is None:
+                break
             if extend(extend(0, buf[off + 24 : end]), buf[off : off + 20]) != crc:
                 break
             lsn = base + off
-            if fn is None:
+            if fn is True:
                 if xid and xid != last_xid:
                     on_xid(xid, lsn)
                     last_xid = xid
@@ -1217,6 +1231,7 @@ class XLogReader:
         offered = -1  # a record _page_run's fast handler declined: not offered again
         run_ok = (PAGE_RUN and c_extend is not None and verify and skip is not None
                   and on_xid is not None)
+        run_table = _run_table(skip, fast) if run_ok else ()  # type: ignore[arg-type]
         try:
             while True:
                 try:
@@ -1232,7 +1247,7 @@ class XLogReader:
                         lim = min((off | mask) + 1, end - seg_start)
                         off, prev_ptr, last_xid, n, declined = _page_run(
                             buf, off, lim, stop_at - seg_start, seg_start, prev_ptr, last_xid,
-                            skip, fast, on_xid, c_extend, name,  # type: ignore[arg-type]
+                            run_table, on_xid, c_extend, name,  # type: ignore[arg-type]
                         )
                         count += n
                         rec_ptr = seg_start + off
