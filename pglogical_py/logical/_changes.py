@@ -270,6 +270,15 @@ class ChangeQueue:
 
     def __iter__(self) -> Iterator[ReorderBufferChange]:
         self.seal()
+        segs = self.segs
+        if len(segs) == 1 and type(segs[0]) is list:
+            # the common case, every change kept as an object: the list's own
+            # iterator, which PyPy's JIT inlines into the replay loop (a generator
+            # is resumed through a call per change)
+            return iter(segs[0])
+        return self._iter_segs()
+
+    def _iter_segs(self) -> Iterator[ReorderBufferChange]:
         for seg in self.segs:
             if type(seg) is list:
                 yield from seg
