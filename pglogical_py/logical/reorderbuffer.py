@@ -495,7 +495,8 @@ class ReorderBuffer:
         #: the output plugin's row fast lane for a relation (see ``_process_changes``):
         #: ``fast(txn, change) -> bool``, False meaning "not handled, use the callback"
         self.cb_fast_apply: Optional[Callable[[Any], Any]] = None
-        self._route_shared: Optional[Tuple[Any, Dict[Any, Tuple[Any, int, Any]]]] = None
+        self._route_shared: Optional[
+            Tuple[Any, Dict[int, Tuple[Any, int, Any, int, int]]]] = None
         #: executing catcache / catalog invalidations ((cacheId, dbId, hash) tuples)
         self.cb_invalidate_catcache: Callable[[Sequence[Tuple[int, int, int]]], None] = _noop1
         #: InvalidateSystemCaches: every relcache / syscache entry goes
@@ -1540,7 +1541,7 @@ class ReorderBuffer:
         a change of a plain table with no TOAST chunks pending goes straight to the
         apply callback.
         """
-        rel_cache: Dict[Any, Tuple[Any, int, Any]] = {}
+        rel_cache: Dict[int, Tuple[Any, int, Any, int, int]] = {}
         specinsert: Optional[ReorderBufferChange] = None
         prev_lsn = 0
         rel_by_filenode = self.relation_by_filenode
@@ -1585,13 +1586,16 @@ class ReorderBuffer:
                     change = specinsert
                     change.action = action = CHANGE_INSERT
                 if action <= CHANGE_DELETE:
-                    key = (change.spc, change.db, change.relnode)
-                    route = rel_cache.get(key)
-                    if route is None:
-                        relation = rel_by_filenode(change.spc, change.db, change.relnode,
-                                                   change.lsn)
-                        route = rel_cache[key] = (relation, self._route(relation), None)
-                    relation, kind, fast = route
+                    # keyed by relfilenumber alone (an int key: no tuple to build and
+                    # hash), the tablespace and database checked on the entry; a
+                    # relfilenumber in two tablespaces replaces the other's entry
+                    relnode = change.relnode
+                    route = rel_cache.get(relnode)
+                    if route is None or route[3] != change.spc or route[4] != change.db:
+                        relation = rel_by_filenode(change.spc, change.db, relnode, change.lsn)
+                        route = rel_cache[relnode] = (relation, self._route(relation), None,
+                                                      change.spc, change.db)
+                    relation, kind, fast, _spc, _db = route
                     if kind == _ROUTE_APPLY:
                         if txn.toast_hash is None:
                             # the common case: nothing to reassemble, nothing to clear
@@ -1601,7 +1605,8 @@ class ReorderBuffer:
                                     # the plugin may have a fast lane for it by now
                                     fast = fast_apply(relation)
                                     if fast is not None:
-                                        rel_cache[key] = (relation, kind, fast)
+                                        rel_cache[relnode] = (relation, kind, fast,
+                                                              change.spc, change.db)
                         else:
                             # ReorderBufferToastReplace: only the new tuple (old keys
                             # are always flattened by the server)
