@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -271,3 +271,26 @@ def test_stream_stopped_by_concurrent_abort_marks_unfinished_big_spilled_subxact
     assert rb.by_txn[12].is_streamed
     rb.abort(12, 100000, 0)
     assert ev[-1] == ("stream_abort", 12)
+
+
+def test_replay_tells_apart_relations_sharing_a_relfilenumber() -> None:
+    """Routes are cached by relfilenumber: a change of the same relfilenumber in
+    another tablespace (or database) must still map to its own relation."""
+    rels: Dict[Tuple[int, int, int], _Rel] = {}
+
+    def by_filenode(spc: int, db: int, rel: int, lsn: int) -> _Rel:
+        return rels.setdefault((spc, db, rel), _Rel())
+
+    rb = ReorderBuffer(by_filenode, lambda oid, lsn: _Rel())
+    seen: List[Tuple[Any, int]] = []
+    rb.cb_apply_change = lambda txn, rel, ch: seen.append((rel, ch.lsn))
+    rb.process_xid(10, 100)
+    rb.set_base_snapshot(10, 100, object())
+    for lsn, spc, db in [(100, 1663, 5), (110, 1700, 5), (120, 1663, 5), (130, 1663, 6)]:
+        rb.queue_change(10, lsn, ReorderBufferChange(CHANGE_INSERT, spc=spc, db=db,
+                                                     relnode=16384, newtuple=b"\0" * 5))
+    rb.commit(10, 200, 210, 0, 0, 0)
+    assert [lsn for _r, lsn in seen] == [100, 110, 120, 130]
+    assert [r for r, _l in seen] == [rels[(1663, 5, 16384)], rels[(1700, 5, 16384)],
+                                     rels[(1663, 5, 16384)], rels[(1663, 6, 16384)]]
+    assert len({id(r) for r, _l in seen}) == 3
