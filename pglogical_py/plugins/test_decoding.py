@@ -613,19 +613,21 @@ class TestDecoding:
                 fn = fast_iso_output(col[1], self.settings)
                 if fn is not None:
                     fast_out[col[1]] = fn
-        variants: Dict[bytes, Callable[[bytes], bytes]] = {}
+        variants: Dict[Any, Callable[[bytes], bytes]] = {}
         natts = len(attrs)
         nb = (natts + 7) >> 3
 
         def by_nulls(t: bytes) -> bytes:
             if (t[0] | (t[1] << 8)) & 0x7FF != natts:
                 return slow(t)  # missing attributes: the bitmap is shorter
-            key = t[5:5 + nb]
+            # the bitmap: its byte when there is one (an int key, no slice), else bytes
+            key: Any = t[5] if nb == 1 else t[5:5 + nb]
             fn = variants.get(key)
             if fn is None:
                 if len(variants) >= _MAX_VARIANTS:
                     return slow(t)
-                fn = _compile_row(attrs, cols, skip_nulls, key, fast_out, slow, by_nulls)
+                bitmap = t[5:5 + nb]
+                fn = _compile_row(attrs, cols, skip_nulls, bitmap, fast_out, slow, by_nulls)
                 if fn is None:
                     fn = slow
                 variants[key] = fn
