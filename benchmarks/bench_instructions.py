@@ -106,7 +106,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             if python is None:
                 print("| %s | %s | (not installed) | | |" % (kind, label))
                 continue
-            precompile(python, args.tree)
+            # without .pyc files (PYTHONDONTWRITEBYTECODE) every run would compile the
+            # sources: ~0.6 G instructions
+            bench_decode.precompile(python, args.tree)
             res = count(python, args.tree, wd, meta, args.end_lsn)
             if "error" in res:
                 rc = 1
@@ -117,13 +119,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("| %s | %s | %s | %d | %s |" % (kind, label, "{:,}".format(
                 res["instructions"]), res["rows"], res["check"]))
     return rc
-
-
-def precompile(python: str, tree: Path) -> None:
-    """bench_decode.precompile for any tree: with PYTHONDONTWRITEBYTECODE set, a tree
-    without ``.pyc`` files compiles its sources in every run (~0.6 G instructions)."""
-    subprocess.run([python, "-m", "compileall", "-q", str(tree / "pglogical_py")],
-                   cwd=str(tree), stdout=subprocess.DEVNULL, check=False)
 
 
 if __name__ == "__main__":
