@@ -255,6 +255,67 @@ def test_stream_segments_added_between_batches(spark: Any, tmp_path: Any) -> Non
     _assert_same(_tsv([row for b in batches for row in b]), _expected(wdir, optionset))
 
 
+def _arriving_cases() -> List[str]:
+    return ["empty", "half", "cut_gz", "middle_half"]
+
+
+@pytest.mark.parametrize("case", _arriving_cases())
+def test_end_of_wal_with_a_segment_still_arriving(tmp_path: Any, case: str) -> None:
+    """A newest segment still being copied (empty, short, a cut-off gzip stream) is WAL
+    not there yet: the scan ends where the segments before it end.  The same damage in
+    a segment that has a successor is an error naming that segment."""
+    from pglogical_py.adapters.spark import end_of_wal
+    from pglogical_py.errors import WalError
+
+    wdir = os.path.join(FIXTURES, "pg15", "fpi_pglz")
+    if not os.path.isdir(wdir):
+        pytest.skip("no fixture pg15/fpi_pglz")
+    start = slot_positions_of(wdir)
+    src = os.path.join(wdir, "wal")
+    names = sorted(os.listdir(src))
+    assert len(names) >= 3
+    before = tmp_path / "before"
+    before.mkdir()
+    for name in names[:-1]:
+        shutil.copy(os.path.join(src, name), str(before))
+    expected = end_of_wal([str(before)], start)
+    # the complete directory reaches further: dropping the newest segment matters
+    assert end_of_wal([src], start) > expected
+    waldir = tmp_path / "wal"
+    shutil.copytree(str(before), str(waldir))
+    with open(os.path.join(src, names[-1]), "rb") as f:
+        packed = f.read()
+    newest = waldir / names[-1]
+    if case == "empty":
+        (waldir / names[-1][:24]).write_bytes(b"")
+    elif case == "half":
+        plain = gzip.decompress(packed)
+        (waldir / names[-1][:24]).write_bytes(plain[: len(plain) // 2])
+    elif case == "cut_gz":
+        newest.write_bytes(packed[: len(packed) // 2])
+    else:
+        # a short segment followed by a complete one is damage, not an arrival
+        shutil.copy(os.path.join(src, names[-1]), str(waldir))
+        middle = waldir / names[-2]
+        plain = gzip.decompress(middle.read_bytes())
+        middle.unlink()
+        (waldir / names[-2][:24]).write_bytes(plain[: len(plain) // 2])
+        with pytest.raises(WalError) as info:
+            end_of_wal([str(waldir)], start)
+        assert names[-2][:24] in str(info.value)
+        return
+    assert end_of_wal([str(waldir)], start) == expected
+
+
+def slot_positions_of(wdir: str) -> int:
+    """The restart_lsn of the fixture's copied slot state."""
+    from pglogical_py.logical.slot import read_slot_state
+
+    path = os.path.join(wdir, "slot.state")
+    with open(path, "rb") as f:
+        return read_slot_state(f.read(), path).restart_lsn
+
+
 def _end_offset(query: Any) -> Optional[str]:
     progress = query.lastProgress
     if not progress:

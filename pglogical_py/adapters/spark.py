@@ -40,7 +40,9 @@ NOTES
     reached.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
     ``latestOffset`` is the end of valid WAL in the directory now (the end of the
     last complete record, ``XLogReader.end_of_wal``; the scan resumes where the
-    previous one ended and reads records at header cost); a micro-batch
+    previous one ended and reads records at header cost; a newest segment file that
+    is short or a cut-off compressed stream is one still being copied in, not there
+    yet, and the end stays before it); a micro-batch
     ``(start, end]`` is the decode PostgreSQL's ``pg_logical_slot_get_changes(slot,
     upto_lsn => end)`` makes on a slot whose confirmed_flush is ``start``: commits
     whose record starts at or after ``start`` and ends at or before ``end``.  Since
@@ -78,6 +80,7 @@ INVARIANTS
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -89,7 +92,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import UsageError
+from ..errors import DecompressionError, NotWalError, UsageError, WalTruncatedError
 from ..lsn import format_lsn, parse_lsn
 
 __all__ = ["Options", "PglogicalDataSource", "WalPartition"]
@@ -360,12 +363,32 @@ def _ignore_xid(xid: int, lsn: int) -> None:
 
 def end_of_wal(paths: Sequence[str], from_lsn: int) -> int:
     """Where valid WAL in ``paths`` ends (the end of its last complete record), read
-    from the record at ``from_lsn`` on at header cost (XLogReader.end_of_wal); a damaged
-    record on the way is the reader's ``WalError``."""
+    from the record at ``from_lsn`` on at header cost (XLogReader.end_of_wal).
+
+    The newest segment file may still be arriving (an archiver copying it, ``cp``
+    is not atomic): one that is short, empty or a cut-off compressed stream is WAL
+    not there yet, like PostgreSQL's XLREAD_WOULDBLOCK for a page not yet written,
+    and the end is where the segments before it end.  The same damage in any other
+    segment is the reader's ``WalError``.
+    """
+    from ..adapters.files import find_segment_files
+
+    files = find_segment_files(list(paths))
+    try:
+        return _scan_end([f.path for f in files], from_lsn)
+    except (WalTruncatedError, DecompressionError, NotWalError) as err:
+        newest = files[-1]
+        if os.path.basename(err.file or "") not in (newest.name, os.path.basename(newest.path)):
+            raise
+    return _scan_end([f.path for f in files[:-1]], from_lsn) if len(files) > 1 else from_lsn
+
+
+def _scan_end(paths: List[str], from_lsn: int) -> int:
+    """The end of the last complete record in ``paths`` from ``from_lsn`` on."""
     from ..adapters.files import iter_segments
     from ..wal.xlogreader import XLogReader
 
-    reader = XLogReader(iter_segments(list(paths), start_lsn=from_lsn), start_lsn=from_lsn)
+    reader = XLogReader(iter_segments(paths, start_lsn=from_lsn), start_lsn=from_lsn)
     # every record type "skipped": only its header is checked, none is built
     for _ in reader.iter_decoding(b"\x01" * (256 * 16), _ignore_xid):
         pass
