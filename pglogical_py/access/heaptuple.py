@@ -67,6 +67,7 @@ import struct
 import sys
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from .._jit import exec_generated
 from ..catalog.relation import ALIGNMENT, TupleDesc
 from ..errors import DecodingError
 
@@ -264,10 +265,8 @@ def compile_deformer(tupdesc: TupleDesc) -> Deformer:
     if fn is not None:
         return fn
     src = _gen_source(tupdesc)
-    namespace: Dict[str, Any] = {"EXT": EXTERNAL_SIZE, "U32": _u32}
-    code = compile(src, f"<deform {tupdesc.natts} attrs>", "exec")
-    exec(code, namespace)
-    fn = namespace["deform"]
+    fn = exec_generated(src, f"<deform {tupdesc.natts} attrs>",
+                        {"EXT": EXTERNAL_SIZE, "U32": _u32})["deform"]
     tupdesc._deformer = fn
     return fn  # type: ignore[no-any-return]
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._jit import exec_generated
 from ..access.heaptuple import EXTERNAL_SIZE
 from .relation import ALIGNMENT
 
@@ -141,8 +142,7 @@ def generate(columns: Sequence[Column], converters: Sequence[Tuple[str, Converte
     each += ["    if o > len(tp):", "        return None", "    return row"]
     src = ("\n".join(each) + "\n\ndef build(raw, tp, hasnull):\n" + "\n".join(body)
            + "\n")
-    exec(compile(src, "<catalog row %s>" % label, "exec"), ns)
-    fn: RowBuilder = ns["build"]
+    fn: RowBuilder = exec_generated(src, "<catalog row %s>" % label, ns)["build"]
     return fn
 
 

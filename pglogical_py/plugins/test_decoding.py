@@ -49,7 +49,7 @@ import struct
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .._jit import not_inlined
+from .._jit import exec_generated, not_inlined
 from ..access.detoast import detoast_inline
 from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
 from ..catalog.relation import ALIGNMENT
@@ -1058,8 +1058,7 @@ def _compile_row(attrs: Sequence[Any], cols: List[Optional[ColumnPrinter]], skip
             ns[pieces[-1]] = lit_acc
         lines.append("    return " + " + ".join(pieces))
     src = "\n".join(lines) + "\n"
-    exec(compile(src, "<tuple_to_stringinfo row>", "exec"), ns)
-    fn: Callable[[bytes], bytes] = ns["row"]
+    fn: Callable[[bytes], bytes] = exec_generated(src, "<tuple_to_stringinfo row>", ns)["row"]
     return fn
 
 
@@ -1088,8 +1087,8 @@ def _compile_formatter(cols: List[Optional[ColumnPrinter]],
         else:
             lines.append(f"    append(P{i} + ('null' if v is None else F{i}(v)))")
     lines.append("    return ''.join(parts)")
-    exec(compile("\n".join(lines), "<tuple_to_stringinfo>", "exec"), ns)
-    fn: Callable[[Sequence[Any]], str] = ns["fmt"]
+    fn: Callable[[Sequence[Any]], str] = exec_generated("\n".join(lines), "<tuple_to_stringinfo>",
+                                                        ns)["fmt"]
     return fn
 
 
