@@ -286,6 +286,21 @@ def _select_crc() -> Tuple[object, object]:
 
 _C_EXTEND, _C_VALUE = _select_crc()
 
+# What _walk's per-record code calls, as module globals rather than the locals CPython
+# would prefer: PyPy's JIT reads a module global as a constant, while a local holding a
+# bound method or a table is re-checked wherever the JIT cannot hoist the check -- and
+# most of the walk runs in bridges, where nothing is hoisted: the CRC loop's steps run as
+# a bridge out of the record loop (the loop is traced from the CRC loop's header), and
+# each step through a local struct reader re-compared its format string (a call).  As
+# globals: W2 under PyPy 14.44 -> 13.29 G instructions (docs/performance.md, tenth pass).
+_CRC_U2 = _crc_mod._U32X2
+_CRC_T = _crc_mod._FLAT
+_CRC_PRE = _crc_mod._PRE
+_CRC_MASK_A = _crc_mod._MASK_A
+_CRC_MASK_B = _crc_mod._MASK_B
+_CRC_HDR = _crc_mod.xlog_header_crc_python
+_REC_HDR_UNPACK = _REC_HDR.unpack_from
+
 #: ``_walk`` hands page runs to ``_page_run`` in decoding mode when the CRC is C code
 #: (False: every record takes the general path; the tests compare the two)
 PAGE_RUN = True
@@ -1200,14 +1215,7 @@ class XLogReader:
         verify = self.verify_crc
         c_extend = _C_EXTEND
         # the pure CRC-32C's table and readers (crc32c.py), for the loop written out below
-        t = _crc_mod._FLAT
-        u2 = _crc_mod._U32X2
-        pre = _crc_mod._PRE
-        mask_a = _crc_mod._MASK_A
-        mask_b = _crc_mod._MASK_B
-        hdr_crc = _crc_mod.xlog_header_crc_python
         calc = 0
-        unpack_hdr = _REC_HDR.unpack_from
         decode = _decode_record
         skim = _skim_record
         frags: List[Tuple[bytes, int, int]] = []
@@ -1294,7 +1302,7 @@ class XLogReader:
                     avail = blcksz - page_off
                     rec_name = name
                     if avail >= SizeOfXLogRecord:
-                        tot_len, xid, xl_prev, info, rmid, crc = unpack_hdr(buf, off)
+                        tot_len, xid, xl_prev, info, rmid, crc = _REC_HDR_UNPACK(buf, off)
                         if tot_len < SizeOfXLogRecord:
                             raise _EndOfWal(
                                 f"invalid record length at {format_lsn(rec_ptr)}: expected at "
@@ -1340,38 +1348,38 @@ class XLogReader:
                                 i = off + 24
                                 e = off + tot_len
                                 k = (i - e) & 7
-                                cr = pre[k]
+                                cr = _CRC_PRE[k]
                                 i -= k
                                 if i < e:
-                                    a, b = u2(buf, i)
-                                    c = cr ^ (a & mask_a[k])
-                                    b &= mask_b[k]
+                                    a, b = _CRC_U2(buf, i)
+                                    c = cr ^ (a & _CRC_MASK_A[k])
+                                    b &= _CRC_MASK_B[k]
                                     cr = (
-                                        t[1792 + (c & 0xFF)]
-                                        ^ t[1536 + ((c >> 8) & 0xFF)]
-                                        ^ t[1280 + ((c >> 16) & 0xFF)]
-                                        ^ t[1024 + (c >> 24)]
-                                        ^ t[768 + (b & 0xFF)]
-                                        ^ t[512 + ((b >> 8) & 0xFF)]
-                                        ^ t[256 + ((b >> 16) & 0xFF)]
-                                        ^ t[b >> 24]
+                                        _CRC_T[1792 + (c & 0xFF)]
+                                        ^ _CRC_T[1536 + ((c >> 8) & 0xFF)]
+                                        ^ _CRC_T[1280 + ((c >> 16) & 0xFF)]
+                                        ^ _CRC_T[1024 + (c >> 24)]
+                                        ^ _CRC_T[768 + (b & 0xFF)]
+                                        ^ _CRC_T[512 + ((b >> 8) & 0xFF)]
+                                        ^ _CRC_T[256 + ((b >> 16) & 0xFF)]
+                                        ^ _CRC_T[b >> 24]
                                     )
                                     i += 8
                                     while i < e:
-                                        a, b = u2(buf, i)
+                                        a, b = _CRC_U2(buf, i)
                                         c = cr ^ a
                                         cr = (
-                                            t[1792 + (c & 0xFF)]
-                                            ^ t[1536 + ((c >> 8) & 0xFF)]
-                                            ^ t[1280 + ((c >> 16) & 0xFF)]
-                                            ^ t[1024 + (c >> 24)]
-                                            ^ t[768 + (b & 0xFF)]
-                                            ^ t[512 + ((b >> 8) & 0xFF)]
-                                            ^ t[256 + ((b >> 16) & 0xFF)]
-                                            ^ t[b >> 24]
+                                            _CRC_T[1792 + (c & 0xFF)]
+                                            ^ _CRC_T[1536 + ((c >> 8) & 0xFF)]
+                                            ^ _CRC_T[1280 + ((c >> 16) & 0xFF)]
+                                            ^ _CRC_T[1024 + (c >> 24)]
+                                            ^ _CRC_T[768 + (b & 0xFF)]
+                                            ^ _CRC_T[512 + ((b >> 8) & 0xFF)]
+                                            ^ _CRC_T[256 + ((b >> 16) & 0xFF)]
+                                            ^ _CRC_T[b >> 24]
                                         )
                                         i += 8
-                                calc = hdr_crc(buf, off, cr ^ 0xFFFFFFFF)
+                                calc = _CRC_HDR(buf, off, cr ^ 0xFFFFFFFF)
                     else:
                         # Need to reassemble record.  A record of a type decode.c
                         # skips (decoding mode; its header is on this page) is only
@@ -1395,7 +1403,7 @@ class XLogReader:
                             rec_ptr = next_ptr  # overwritten contrecord: restart there
                             continue
                         raw = got
-                        tot_len, xid, xl_prev, info, rmid, crc = unpack_hdr(raw, 0)
+                        tot_len, xid, xl_prev, info, rmid, crc = _REC_HDR_UNPACK(raw, 0)
                         seg = self._cur  # type: ignore[assignment]
                         seg_start = seg.start
                         seg_end = seg_start + seg_size
