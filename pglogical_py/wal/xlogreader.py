@@ -1214,7 +1214,8 @@ class XLogReader:
         major = self.major or 0
         verify = self.verify_crc
         c_extend = _C_EXTEND
-        # the pure CRC-32C's table and readers (crc32c.py), for the loop written out below
+        # the pure CRC-32C loop below reads its tables and struct readers as module
+        # globals (_CRC_U2 and the rest: constants to PyPy's JIT, see where they are set)
         calc = 0
         decode = _decode_record
         skim = _skim_record
