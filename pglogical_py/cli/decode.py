@@ -392,6 +392,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--debug-logical-replication-streaming", choices=("buffered", "immediate"),
                    default="buffered", help="the decoding session's debug setting (16+): "
                    "immediate streams or spills after every change")
+    p.add_argument("--crc-worker", choices=("auto", "on", "off"), default="auto",
+                   help="check the WAL's CRC-32Cs in a second process running ahead of the "
+                   "decode (auto: when this process may use a second CPU); rows and errors "
+                   "are the same either way, the decode checks what the worker has not")
     p.add_argument("--stats", action="store_true",
                    help="print pg_stat_replication_slots-like counters to stderr at the end")
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
@@ -652,6 +656,20 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
 
+def _start_crc_worker(args: argparse.Namespace, setup: DecodeSetup, reader: Any) -> Any:
+    """``--crc-worker``: a second process checking the CRCs of the WAL ``reader`` will
+    read (adapters/crc_worker.py), or None."""
+    from ..adapters import crc_worker
+
+    if not crc_worker.wanted(getattr(args, "crc_worker", "off")):
+        return None
+    worker = crc_worker.start_crc_worker(args.wal, setup.slot.restart_lsn, setup.end_lsn,
+                                         setup.end_lsn)
+    if worker is not None:
+        reader.crc_checked_upto = worker.checked_upto
+    return worker
+
+
 def _open_output(path: Optional[str]) -> BinaryIO:
     """``-O FILE`` opened for writing (standard output without it)."""
     if not path:
@@ -687,6 +705,7 @@ def run(args: argparse.Namespace) -> int:
     ctx, reader, spill_store = start_decode(args, setup, sink)
     if after_evict is not _nothing_evicted:
         ctx.reorder.after_evict = after_evict
+    worker = _start_crc_worker(args, setup, reader)
     try:
         outs.append(_open_output(args.output))
         if progress.enabled:
@@ -709,6 +728,8 @@ def run(args: argparse.Namespace) -> int:
                 outs[0].close()
         if spill_store is not None:
             spill_store.close()  # the spill files are removed on error too
+        if worker is not None:
+            worker.close()
     if args.stats:
         for name, value in ctx.stats.as_dict().items():
             sys.stderr.write(f"{name}\t{value}\n")

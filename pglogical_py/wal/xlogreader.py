@@ -301,6 +301,14 @@ _CRC_MASK_B = _crc_mod._MASK_B
 _CRC_HDR = _crc_mod.xlog_header_crc_python
 _REC_HDR_UNPACK = _REC_HDR.unpack_from
 
+#: how far the walk goes on checking CRCs itself before it asks ``crc_checked_upto``
+#: again, when that answered no further than the walk had come (a call per record
+#: would cost more than the CRC of a short record)
+_CRC_POLL_GAP = 1 << 16
+
+#: ``iter_decoding``'s ``on_progress`` is called every this many records
+PROGRESS_EVERY = 64
+
 #: ``_walk`` hands page runs to ``_page_run`` in decoding mode when the CRC is C code
 #: (False: every record takes the general path; the tests compare the two)
 PAGE_RUN = True
@@ -332,6 +340,7 @@ def _page_run(
     on_xid: Callable[[int, int], None],
     crc_value: Callable[[bytes], int],
     name: str,
+    checked_off: int = -1,
 ) -> Tuple[int, int, int, int, bool]:
     """Decoding mode on CPython: the records of one page run, ``buf[off:lim]``, that
     ``_walk`` would skip or hand to a fast handler (XLogDecodeNextRecord +
@@ -351,7 +360,9 @@ def _page_run(
     did not take starts, the LSN of the last record it took, the xid last
     reported, how many records it took, and whether the record at ``off`` was
     offered to its fast handler and declined (``_walk`` then yields it without
-    offering it again: a handler sees a record once).
+    offering it again: a handler sees a record once).  A record starting at or
+    before ``checked_off`` (an offset in ``buf``) is not CRC-ed: another reader
+    checked it (``XLogReader.crc_checked_upto``).
 
     Measured (docs/performance.md, issue 7 "fourth pass"): the in-memory W2 reader
     1.35 -> 1.05 us per record; a third of what is left was the CRC's two slices and
@@ -396,7 +407,7 @@ def _page_run(
             # the body then the header's first 20 bytes, joined for one C call: a
             # ~100-byte copy costs less than a second call (its argument tuple and
             # parsing)
-            if crc_value(buf[off + 24 : end] + buf[off : off + 20]) != crc:
+            if off > checked_off and crc_value(buf[off + 24 : end] + buf[off : off + 20]) != crc:
                 break
             lsn = base + off
             if fn is True:
@@ -790,6 +801,18 @@ class XLogReader:
     ``end_reason`` say where and why reading stopped.  ``major``, ``segment_size``,
     ``timeline``, ``system_identifier`` and ``xlog_blcksz`` are known once the first
     segment has been read: by ``iter(reader)``, or earlier by ``prepare()``.
+
+    ``crc_checked_upto``: CRCs checked elsewhere.  ``crc_checked_upto(need)`` returns
+    ``V``, an LSN such that another reader walking the same WAL from the same start
+    has checked the CRC of every record it met up to and including the one at ``V``
+    (0: none yet); ``need`` is the LSN the walk has come to, which the callable may
+    wait a bounded time for ``V`` to reach.  The walk skips only the CRC computation
+    of records at or before ``V`` (every other check stays), asks again when it
+    passes ``V`` (at most once per ``_CRC_POLL_GAP`` bytes while the answer does not
+    move) and checks the CRC itself beyond it: whatever the other reader does --
+    falls behind, stops at a corrupt record, dies -- the records and errors are
+    those of a walk that checks every CRC itself (``adapters/crc_worker.py`` runs
+    such a reader in a second process).
     """
 
     def __init__(
@@ -799,6 +822,7 @@ class XLogReader:
         start_lsn: Optional[int] = None,
         end_lsn: Optional[int] = None,
         verify_crc: bool = True,
+        crc_checked_upto: Optional[Callable[[int], int]] = None,
     ) -> None:
         self._source: Iterator[Tuple[str, bytes]] = iter(segments)
         self._pending: Optional[_Segment] = None
@@ -806,6 +830,8 @@ class XLogReader:
         self.start_lsn = start_lsn
         self.end_lsn = end_lsn
         self.verify_crc = verify_crc
+        #: CRCs another reader checked (see the class docstring)
+        self.crc_checked_upto = crc_checked_upto
         self.major: Optional[int] = None
         self.magic = 0
         self.segment_size = 0
@@ -1136,6 +1162,7 @@ class XLogReader:
         on_xid: Callable[[int, int], None],
         upto_lsn: int = 0,
         fast: Optional[Sequence[Optional[FastHandler]]] = None,
+        on_progress: Optional[Callable[[int], None]] = None,
     ) -> Iterator[XLogRecord]:
         """Iterate for logical decoding: records no one reads are not materialised.
 
@@ -1159,8 +1186,13 @@ class XLogReader:
         returning True must have done ``on_xid``'s work for the record's xid (so
         skipped records of that xid right after it do not report it again).  A
         ``DecodingError`` it raises without an LSN gets the record's LSN and file.
+
+        ``on_progress(lsn)``, when given, is called with the LSN of the record just
+        read, skipped or not, after every ``PROGRESS_EVERY`` records or so (a page
+        run reports once, at its end) and for the first: that record and every one
+        read before it passed all the walk's checks, the CRC included.
         """
-        return self._start(skip, on_xid, upto_lsn, fast)
+        return self._start(skip, on_xid, upto_lsn, fast, on_progress)
 
     def _start(
         self,
@@ -1168,6 +1200,7 @@ class XLogReader:
         on_xid: Optional[Callable[[int, int], None]],
         upto_lsn: int,
         fast: Optional[Sequence[Optional[FastHandler]]] = None,
+        on_progress: Optional[Callable[[int], None]] = None,
     ) -> Iterator[XLogRecord]:
         if self._started:
             raise UsageError("an XLogReader can be iterated only once")
@@ -1196,7 +1229,7 @@ class XLogReader:
         except _EndOfInput as e:
             self._finish_input(e)
             return iter(())
-        return self._walk(rec_ptr, start_lsn, skip, on_xid, upto_lsn, fast)
+        return self._walk(rec_ptr, start_lsn, skip, on_xid, upto_lsn, fast, on_progress)
 
     def _walk(
         self,
@@ -1206,6 +1239,7 @@ class XLogReader:
         on_xid: Optional[Callable[[int, int], None]] = None,
         upto_lsn: int = 0,
         fast: Optional[Sequence[Optional[FastHandler]]] = None,
+        on_progress: Optional[Callable[[int], None]] = None,
     ) -> Iterator[XLogRecord]:
         blcksz = self.xlog_blcksz
         mask = blcksz - 1
@@ -1213,6 +1247,15 @@ class XLogReader:
         end_lsn = self.end_lsn
         major = self.major or 0
         verify = self.verify_crc
+        # records starting at or before ``checked`` had their CRC checked by another
+        # reader (crc_checked_upto): asked again once the walk passes it, at most once
+        # per _CRC_POLL_GAP bytes while it answers no further
+        checked_upto = self.crc_checked_upto if verify else None
+        checked = 0
+        next_poll = 0
+        # on_progress: called when ``count`` reaches it (never without a callback)
+        progress_at = 1 if on_progress is not None else 1 << 62
+        chk = verify
         c_extend = _C_EXTEND
         # the pure CRC-32C loop below reads its tables and struct readers as module
         # globals (_CRC_U2 and the rest: constants to PyPy's JIT, see where they are set)
@@ -1259,11 +1302,20 @@ class XLogReader:
                         # CPython decoding mode: the rest of the page in one call
                         off = rec_ptr - seg_start
                         lim = min((off | mask) + 1, end - seg_start)
+                        if (checked_upto is not None and seg_start + lim > checked
+                                and rec_ptr >= next_poll):
+                            checked = checked_upto(seg_start + lim)
+                            if rec_ptr > checked:
+                                next_poll = rec_ptr + _CRC_POLL_GAP
                         off, prev_ptr, last_xid, n, declined = _page_run(
                             buf, off, lim, stop_at - seg_start, seg_start, prev_ptr, last_xid,
                             run_table, on_xid, _C_VALUE, name,  # type: ignore[arg-type]
+                            checked - seg_start,
                         )
                         count += n
+                        if count >= progress_at:
+                            on_progress(prev_ptr)  # type: ignore[misc]
+                            progress_at = count + PROGRESS_EVERY
                         rec_ptr = seg_start + off
                         if declined:
                             offered = rec_ptr
@@ -1302,6 +1354,11 @@ class XLogReader:
                         return
                     avail = blcksz - page_off
                     rec_name = name
+                    if rec_ptr > checked and checked_upto is not None and rec_ptr >= next_poll:
+                        checked = checked_upto(rec_ptr)
+                        if rec_ptr > checked:
+                            next_poll = rec_ptr + _CRC_POLL_GAP
+                    chk = verify and rec_ptr > checked
                     if avail >= SizeOfXLogRecord:
                         tot_len, xid, xl_prev, info, rmid, crc = _REC_HDR_UNPACK(buf, off)
                         if tot_len < SizeOfXLogRecord:
@@ -1333,7 +1390,7 @@ class XLogReader:
                             return
                         next_ptr = rec_ptr + ((tot_len + 7) & ~7)
                         # ---- ValidXLogRecord -------------------------------
-                        if verify:
+                        if chk:
                             if c_extend is not None:
                                 calc = c_extend(  # type: ignore[operator]
                                     c_extend(0, buf[off + 24 : off + tot_len]),  # type: ignore[operator]
@@ -1395,7 +1452,7 @@ class XLogReader:
                         ):
                             keep = _SKIM_PREFIX
                         got, next_ptr, calc, frags = self._assemble(
-                            seg, rec_ptr, tot_len, prev_ptr, avail, verify, keep
+                            seg, rec_ptr, tot_len, prev_ptr, avail, chk, keep
                         )
                         if got is None:
                             if next_ptr < 0:  # would extend past end_lsn
@@ -1410,7 +1467,7 @@ class XLogReader:
                         seg_end = seg_start + seg_size
                         buf = seg.data
                         name = seg.name
-                    if verify:
+                    if chk:
                         if calc != crc:
                             raise WalCorruptionError(
                                 "incorrect resource manager data checksum in record at "
@@ -1504,6 +1561,9 @@ class XLogReader:
                     if not count:
                         self.first_record_lsn = rec_ptr
                     count += 1
+                    if count >= progress_at:
+                        on_progress(rec_ptr)  # type: ignore[misc]
+                        progress_at = count + PROGRESS_EVERY
                     if skipped:
                         if xid and xid != last_xid:
                             on_xid(xid, rec_ptr)  # type: ignore[misc]

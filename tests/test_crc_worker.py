@@ -1,0 +1,301 @@
+"""CRCs checked by a second process (adapters/crc_worker.py, ``--crc-worker``).
+
+The reader's side (``XLogReader.crc_checked_upto``, ``iter_decoding(on_progress=)``) on
+the fpi_pglz fixture (three segments, records crossing pages and segments), with a
+flipped byte; the worker's side by forking it on fixture WAL; the command line with the
+worker on, off, dead and slow, against PostgreSQL's rows and against each other's errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple
+
+import pytest
+
+from pglogical_py.adapters import crc_worker
+from pglogical_py.adapters.files import iter_segments
+from pglogical_py.cli import main
+from pglogical_py.errors import WalCorruptionError
+from pglogical_py.logical.decode import SKIP_TABLE
+from pglogical_py.lsn import format_lsn, parse_lsn
+from pglogical_py.wal import xlogreader
+from pglogical_py.wal.xlogreader import PROGRESS_EVERY, XLogReader
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+
+Segs = List[Tuple[str, bytes]]
+
+
+def _fixture(workload: str, need: str) -> Path:
+    for major in ("pg15", "pg16", "pg17", "pg18"):
+        d = FIXTURES / major / workload
+        if (d / need).exists():
+            return d
+    pytest.skip(f"no {workload} fixture")
+
+
+def _segments() -> Segs:
+    d = _fixture("fpi_pglz", "wal")
+    return list(iter_segments(str(d / "wal")))
+
+
+def _flip_inside(segs: Segs, victim: Any, delta: int = 10) -> Segs:
+    """``segs`` with one byte of ``victim``'s body flipped (``delta`` bytes before its end)."""
+    i = next(k for k, (name, _d) in enumerate(segs) if name == victim.segment)
+    name, data = segs[i]
+    seg_size = len(data)
+    flipped = bytearray(data)
+    flipped[victim.lsn % seg_size + victim.tot_len - delta] ^= 0x40
+    out = list(segs)
+    out[i] = (name, bytes(flipped))
+    return out
+
+
+def _victim(segs: Segs) -> Any:
+    """A record of the last segment, on one page, in the middle of it."""
+    last = segs[-1][0]
+    victims = [r for r in XLogReader(segs)
+               if r.segment == last and r.tot_len > 100 and (r.lsn % 8192) + r.tot_len < 8192]
+    return victims[len(victims) // 2]
+
+
+def _walk(segs: Segs, mode: str, checked: Optional[Callable[[int], int]]) -> List[int]:
+    reader = XLogReader(segs, crc_checked_upto=checked)
+    if mode == "records":
+        return [r.lsn for r in reader]
+    return [r.lsn for r in reader.iter_decoding(SKIP_TABLE, lambda xid, lsn: None)]
+
+
+@pytest.mark.parametrize("mode", ["records", "decoding"])
+@pytest.mark.parametrize("page_run", [True, False], ids=["page_run", "general"])
+def test_reader_trusts_exactly_what_was_reported(monkeypatch: pytest.MonkeyPatch, mode: str,
+                                                 page_run: bool) -> None:
+    """Records at or before the reported LSN are not CRC-ed again; the first one after
+    it is, with the error a reader without a worker raises."""
+    monkeypatch.setattr(xlogreader, "PAGE_RUN", page_run)
+    segs = _segments()
+    victim = _victim(segs)
+    bad = _flip_inside(segs, victim)
+    with pytest.raises(WalCorruptionError) as plain:
+        _walk(bad, mode, None)
+
+    asked: List[int] = []
+
+    def below(need: int) -> int:
+        asked.append(need)
+        return victim.lsn - 1  # everything before the victim, not the victim
+
+    with pytest.raises(WalCorruptionError) as ei:
+        _walk(bad, mode, below)
+    assert (ei.value.lsn, ei.value.file, str(ei.value)) == (
+        plain.value.lsn, plain.value.file, str(plain.value))
+    assert ei.value.lsn == victim.lsn and asked
+
+    # reported as checked: the walk does not compute its CRC (the worker vouched for it)
+    clean = _walk(segs, mode, None)
+    assert _walk(bad, mode, lambda need: victim.lsn) == clean
+
+
+def test_reader_asks_at_most_once_per_gap_when_answered_nothing() -> None:
+    segs = _segments()
+    asked: List[int] = []
+
+    def nothing(need: int) -> int:
+        asked.append(need)
+        return 0
+
+    assert _walk(segs, "decoding", nothing) == _walk(segs, "decoding", None)
+    wal_bytes = sum(len(d) for _n, d in segs)
+    assert 1 <= len(asked) <= wal_bytes // xlogreader._CRC_POLL_GAP + 1
+    assert asked == sorted(asked)
+
+
+def test_on_progress_names_checked_records_in_order() -> None:
+    segs = _segments()
+    lsns = [r.lsn for r in XLogReader(segs)]
+    got: List[int] = []
+    reader = XLogReader(segs)
+    list(reader.iter_decoding(crc_worker._SKIP_ALL, lambda xid, lsn: None,
+                              on_progress=got.append))
+    assert got[0] == lsns[0]
+    assert got == sorted(set(got))
+    index = {lsn: i for i, lsn in enumerate(lsns)}
+    assert all(g in index for g in got)
+    steps = [index[b] - index[a] for a, b in zip(got, got[1:])]
+    # every PROGRESS_EVERY records, or at the end of a page run (at most a page of them)
+    assert max(steps) <= PROGRESS_EVERY + 8192 // 24
+    assert index[got[-1]] >= len(lsns) - 1 - (PROGRESS_EVERY + 8192 // 24)
+
+    victim = _victim(segs)
+    got = []
+    with pytest.raises(WalCorruptionError):
+        list(XLogReader(_flip_inside(segs, victim)).iter_decoding(
+            crc_worker._SKIP_ALL, lambda xid, lsn: None, on_progress=got.append))
+    assert got and got[-1] < victim.lsn
+
+
+def _drain(worker: crc_worker.CrcWorker, limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while worker.fd >= 0 and time.monotonic() < deadline:
+        worker.checked_upto(1 << 62)
+        time.sleep(0.005)
+
+
+def test_worker_reports_the_last_record(tmp_path: Path) -> None:
+    d = _fixture("fpi_pglz", "wal")
+    segs = _segments()
+    reader = XLogReader(segs)
+    last = [r.lsn for r in reader][-1]
+    start = reader.first_record_lsn
+    assert start is not None
+    worker = crc_worker.start_crc_worker([str(d / "wal")], start)
+    assert worker is not None
+    try:
+        _drain(worker)
+        assert worker.fd < 0  # it ended
+        assert worker.checked == last
+    finally:
+        worker.close()
+    assert worker.pid == 0
+
+
+def test_worker_stops_before_a_corrupt_record(tmp_path: Path) -> None:
+    segs = _segments()
+    victim = _victim(segs)
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    for name, data in _flip_inside(segs, victim):
+        (wal / name).write_bytes(data)
+    start = XLogReader(segs).first_record_lsn or next(iter(XLogReader(segs))).lsn
+    worker = crc_worker.start_crc_worker([str(wal)], start)
+    assert worker is not None
+    try:
+        _drain(worker)
+        assert 0 < worker.checked < victim.lsn
+    finally:
+        worker.close()
+
+
+def test_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not crc_worker.wanted("off")
+    assert crc_worker.wanted("on")
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 1)
+    assert not crc_worker.wanted("auto")
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    assert crc_worker.wanted("auto")
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def _basic() -> Path:
+    return _fixture("basic", "decode/xids1_skip0.tsv")
+
+
+def _argv(d: Path, wal: Path, out: Path, worker: str) -> List[str]:
+    meta = json.loads((d / "meta.json").read_text())
+    upto = str(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"])
+    return ["decode", str(wal), "--catalog", str(d / "catalog.json.gz"),
+            "--slot-state", str(d / "slot.state"), "--end-lsn", upto,
+            "-o", "include-xids=1", "-o", "skip-empty-xacts=0", "-O", str(out),
+            "--crc-worker", worker]
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> List[crc_worker.CrcWorker]:
+    started: List[crc_worker.CrcWorker] = []
+    real = crc_worker.start_crc_worker
+
+    def start(*a: Any, **kw: Any) -> Optional[crc_worker.CrcWorker]:
+        w = real(*a, **kw)
+        if w is not None:
+            started.append(w)
+        return w
+
+    monkeypatch.setattr(crc_worker, "start_crc_worker", start)
+    return started
+
+
+@pytest.mark.parametrize("worker", ["on", "off"])
+def test_cli_rows_are_postgres_rows_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               worker: str) -> None:
+    monkeypatch.setattr(crc_worker, "WAIT_LIMIT", 30.0)  # a loaded machine: still wait
+    started = _spy(monkeypatch)
+    d = _basic()
+    out = tmp_path / "out.tsv"
+    assert main(_argv(d, d / "wal", out, worker)) == 0
+    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    if worker == "on":
+        (w,) = started
+        assert w.checked > 0 and w.polls >= 1 and w.pid == 0  # used, then reaped
+    else:
+        assert not started
+
+
+def _corrupt_basic(tmp_path: Path) -> Tuple[Path, Path, int]:
+    """basic's WAL with a byte flipped in a heap record in the decoded range."""
+    d = _basic()
+    segs = list(iter_segments(str(d / "wal")))
+    meta = json.loads((d / "meta.json").read_text())
+    upto = parse_lsn(str(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"]))
+    heap = [r for r in XLogReader(segs) if r.rmid == 10 and r.lsn < upto
+            and (r.lsn % 8192) + r.tot_len < 8192 and r.tot_len > 60]
+    victim = heap[len(heap) // 2]
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    for name, data in _flip_inside(segs, victim, delta=5):
+        (wal / name).write_bytes(data)
+    return d, wal, victim.lsn
+
+
+def test_cli_corrupt_wal_same_error_either_way(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    d, wal, lsn = _corrupt_basic(tmp_path)
+    results = []
+    for worker in ("on", "off"):
+        out = tmp_path / f"out_{worker}.tsv"
+        rc = main(_argv(d, wal, out, worker))
+        err = capsys.readouterr().err
+        results.append((rc, err, out.read_bytes() if out.exists() else None))
+    assert results[0] == results[1]
+    rc, err, _rows = results[0]
+    assert rc != 0 and "checksum" in err and format_lsn(lsn) in err
+    assert next(iter(os.listdir(wal))) in err
+
+
+def test_cli_worker_that_dies_changes_nothing(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    def die(*a: Any) -> None:
+        raise RuntimeError("the child fails at once")
+
+    monkeypatch.setattr(crc_worker, "_check_walk", die)
+    started = _spy(monkeypatch)
+    d = _basic()
+    out = tmp_path / "out.tsv"
+    assert main(_argv(d, d / "wal", out, "on")) == 0
+    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    (w,) = started
+    assert w.checked == 0  # it reported nothing: every CRC was checked by the decode
+
+
+def test_cli_worker_that_falls_behind_is_not_waited_for(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*a: Any) -> None:
+        time.sleep(5)
+
+    monkeypatch.setattr(crc_worker, "_check_walk", slow)
+    monkeypatch.setattr(crc_worker, "WAIT_LIMIT", 0.05)
+    started = _spy(monkeypatch)
+    d = _basic()
+    out = tmp_path / "out.tsv"
+    t0 = time.monotonic()
+    assert main(_argv(d, d / "wal", out, "on")) == 0
+    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    (w,) = started
+    assert w.waits == 1 and not w.wait and w.checked == 0
+    assert time.monotonic() - t0 < 5  # close() killed it rather than wait for it
