@@ -355,14 +355,26 @@ def time_pg(conn: Any, pid: int, end: str) -> Dict[str, float]:
 # us: whole processes
 # ---------------------------------------------------------------------------------------------
 
-def interpreters(which: List[str]) -> List[Tuple[str, Optional[str]]]:
-    out: List[Tuple[str, Optional[str]]] = []
-    if "cpython" in which:
-        py = ROOT / ".venv" / "bin" / "python"
-        out.append(("CPython", str(py) if py.exists() else sys.executable))
-    if "pypy" in which:
-        pp = ROOT / ".venv-pypy" / "bin" / "python"
-        out.append(("PyPy", str(pp) if pp.exists() else shutil.which("pypy3")))
+#: the decoders ``--decoders`` names: (row name, interpreter, extra command-line arguments);
+#: ``-1``: one process, the CRC-32Cs checked by the decode itself (``--crc-worker off``)
+DECODERS = {
+    "cpython": ("CPython", "cpython", []),
+    "pypy": ("PyPy", "pypy", []),
+    "cpython-1": ("CPython, one process", "cpython", ["--crc-worker", "off"]),
+    "pypy-1": ("PyPy, one process", "pypy", ["--crc-worker", "off"]),
+}
+
+
+def interpreters(which: List[str]) -> List[Tuple[str, Optional[str], List[str]]]:
+    out: List[Tuple[str, Optional[str], List[str]]] = []
+    for key in which:
+        name, interp, extra = DECODERS[key]
+        if interp == "cpython":
+            py = ROOT / ".venv" / "bin" / "python"
+            out.append((name, str(py) if py.exists() else sys.executable, extra))
+        else:
+            pp = ROOT / ".venv-pypy" / "bin" / "python"
+            out.append((name, str(pp) if pp.exists() else shutil.which("pypy3"), extra))
     return out
 
 
@@ -394,13 +406,14 @@ def precompile(python: str, tree: Path = ROOT) -> None:
                    cwd=str(tree), stdout=subprocess.DEVNULL, check=False)
 
 
-def time_ours(python: str, wd: Path, meta: Dict[str, Any]) -> Dict[str, Any]:
+def time_ours(python: str, wd: Path, meta: Dict[str, Any],
+              extra: Optional[List[str]] = None) -> Dict[str, Any]:
     out = wd / ("out-%d.tsv" % os.getpid())
     catalog = wd / "cat" if (wd / "cat").is_dir() else wd / "catalog.json.gz"
     argv = [python, "-m", "pglogical_py", "decode", str(wd / "wal"),
             "--catalog", str(catalog),
             "--restart-lsn", meta["restart_lsn"], "--start-lsn", meta["confirmed_flush_lsn"],
-            "--end-lsn", meta["end_lsn"], "-O", str(out), "--no-progress"]
+            "--end-lsn", meta["end_lsn"], "-O", str(out), "--no-progress"] + (extra or [])
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -429,19 +442,21 @@ def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
     interps = interpreters(args.decoders)
     runs: Dict[str, List[Dict[str, Any]]] = {"PostgreSQL": []}
     labels: Dict[str, str] = {"PostgreSQL": "PostgreSQL %s in-server" % meta["server_version"]}
-    for name, py in interps:
+    for name, py, extra in interps:
         runs[name] = []
-        labels[name] = ("pglogical_py %s" % _version(py)) if py else "pglogical_py %s" % name
+        version = _version(py) if py else name.split(",")[0]
+        labels[name] = "pglogical_py %s%s" % (
+            version, ", one process (`--crc-worker off`)" if extra else "")
 
-    for _name, py in interps:
+    for _name, py, _extra in interps:
         if py is not None:
             precompile(py)
 
     def round_ours(i: int) -> None:
-        for name, py in interps:
+        for name, py, extra in interps:
             if py is None:
                 continue
-            res = time_ours(py, wd, meta)
+            res = time_ours(py, wd, meta, extra)
             runs[name].append(res)
             print("[%s] run %d %s: %.2f s wall, %.2f s user%s" % (
                 kind, i + 1, name, res["wall"], res["user"],
@@ -498,7 +513,10 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
         "pglogical_py decode WAL --catalog ... --restart-lsn ... --start-lsn ... --end-lsn ... "
         "-O FILE --no-progress`, CRC checked, whole process (start-up, imports, catalog load "
         "included; byte-compiled first, as an installed package is; under PyPy the command "
-        "re-executes itself once with an 8 MB GC nursery, included), wall clock and CPU "
+        "re-executes itself once with an 8 MB GC nursery, included; by default the WAL's "
+        "CRC-32Cs are checked by a second process running ahead of the decode, "
+        "`--crc-worker auto`, whose CPU time is counted too; `one process`: "
+        "`--crc-worker off`), wall clock and CPU "
         "(rusage). Correctness, every run: rows, changes and the MD5 "
         "of our `-O` file equal PostgreSQL's rows formatted in SQL as the same tsv." % (
             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -584,8 +602,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--workload", action="append", choices=("w1", "w2", "w3"),
                    help="w1 (pgbench) and/or w2 (bulk); default both")
     p.add_argument("--repeat", type=int, default=3, help="runs of each decoder (median)")
-    p.add_argument("--decoders", default="cpython,pypy",
-                   help="comma-separated subset of cpython,pypy")
+    p.add_argument("--decoders", default="cpython,pypy,cpython-1,pypy-1",
+                   help="comma-separated subset of %s (-1: one process, --crc-worker off)"
+                   % ",".join(DECODERS))
     p.add_argument("--ours-only", action="store_true",
                    help="do not restart the server to time PostgreSQL: show its cached runs")
     p.add_argument("--regenerate", action="store_true", help="redo the cached workloads")
@@ -600,7 +619,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--w1-jobs", type=int, default=2, help="pgbench -j")
     args = p.parse_args(argv)
     args.decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
-    bad = set(args.decoders) - {"cpython", "pypy"}
+    bad = set(args.decoders) - set(DECODERS)
     if bad:
         p.error("unknown decoder(s): %s" % ", ".join(sorted(bad)))
     load0 = os.getloadavg()

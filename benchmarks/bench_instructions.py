@@ -59,7 +59,8 @@ def count(python: str, tree: Path, wd: Path, meta: Dict[str, Any], end_lsn: Opti
                 "--cachegrind-out-file=/dev/null", python, "-m", "pglogical_py", "decode",
                 str(wd / "wal"), "--catalog", str(catalog),
                 "--restart-lsn", meta["restart_lsn"], "--start-lsn", meta["confirmed_flush_lsn"],
-                "--end-lsn", end_lsn or meta["end_lsn"], "-O", str(out), "--no-progress"]
+                "--end-lsn", end_lsn or meta["end_lsn"], "-O", str(out), "--no-progress",
+                "--crc-worker", "off"]  # one process: cachegrind follows no fork
         env = dict(os.environ, PYTHONPATH=str(tree), PGLOGICAL_PY_NO_TUNING="1")
         env.setdefault("PYPY_GC_NURSERY", NURSERY)
         r = subprocess.run(argv, cwd=str(tree), env=env, stdout=subprocess.DEVNULL,
@@ -102,7 +103,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   % (kind, wd), file=sys.stderr)
             return 2
         meta = json.loads(meta_path.read_text())
-        for label, python in bench_decode.interpreters(args.decoders.split(",")):
+        for label, python, _extra in bench_decode.interpreters(args.decoders.split(",")):
             if python is None:
                 print("| %s | %s | (not installed) | | |" % (kind, label))
                 continue

@@ -10,7 +10,9 @@
 4. pglogical_py: ``pglogical-py decode --work-mem W --stats`` in a fresh process per
    eviction policy (``largest``, PostgreSQL's, and ``oldest``) with the Parquet spill store
    (pickle where pyarrow is missing), output to /dev/null; records the process's peak RSS
-   (``ru_maxrss``), wall and user CPU time, our counters and the bytes the spill files took;
+   (``ru_maxrss``), wall and user CPU time, our counters and the bytes the spill files took,
+   and the same of its CRC worker process (``--crc-worker``, ``RUSAGE_CHILDREN``: 0 when
+   none ran);
    then once more under PyPy (``--pypy``, default .venv-pypy; its store is the pickle one).
 
 Prints one table.  The claims it checks: peak RSS below work_mem + 150 MB and not growing
@@ -48,6 +50,9 @@ _RUNNER = ("import resource, sys\n"
            "ru = resource.getrusage(resource.RUSAGE_SELF)\n"
            "sys.stderr.write('maxrss_kb\\t%d\\n' % ru.ru_maxrss)\n"
            "sys.stderr.write('user_ms\\t%d\\n' % (ru.ru_utime * 1000))\n"
+           "rc_ = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "sys.stderr.write('worker_maxrss_kb\\t%d\\n' % rc_.ru_maxrss)\n"
+           "sys.stderr.write('worker_user_ms\\t%d\\n' % (rc_.ru_utime * 1000))\n"
            "sys.exit(rc)\n")
 PYPY = os.path.join(ROOT, ".venv-pypy", "bin", "python")
 
@@ -165,7 +170,9 @@ def main(argv: Any = None) -> int:
             fb = r.get("spill_file_bytes", 0)
             print(f"  ours {ev if ev == 'pypy' else 'eviction=' + ev:17s} {r['seconds']:7.1f} s "
                   f"(user {r.get('user_ms', 0) / 1000:5.1f} s)  peak RSS "
-                  f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB  spill_count {r.get('spill_count')} "
+                  f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB (CRC worker "
+                  f"{r.get('worker_maxrss_kb', 0) / 1024:.0f} MB, user "
+                  f"{r.get('worker_user_ms', 0) / 1000:.1f} s)  spill_count {r.get('spill_count')} "
                   f"spill_bytes {r.get('spill_bytes', 0):,}  files {fb:,} B "
                   f"({fb / max(rows, 1):.0f} B/change)")
     if args.json:
