@@ -6,7 +6,7 @@ in one backend.  The check it runs is PostgreSQL's own, ValidXLogRecord
 second CPU.
 
 NOTES
-    Under PyPy the CRC-32C of every record is a fifth to a quarter of a decode (the
+    Under PyPy the CRC-32C of every record is a sixth to a fifth of a decode (the
     pure-Python loop; docs/performance.md, issue 7), on a machine whose second core
     is idle while one process decodes.  ``start_crc_worker`` forks a child that walks
     the same WAL from the same start with the same ``XLogReader``, CRC checked, and
@@ -22,18 +22,20 @@ NOTES
     Waiting.  The child does less than the decoding walk (the same record walk and
     CRCs, none of the decoding: W2 0.6 s of PyPy CPU against 1.5 s), so when the
     walk catches up with the latest report -- at the start, or when the child
-    reported a little behind where it is -- it waits for the next report rather than
-    compute the CRC itself.  That also keeps the CRC loop out of PyPy's traces of the
-    walk: a walk that computed a few hundred CRCs would compile it.  A wait longer
-    than ``WAIT_LIMIT`` ends the waiting for good.
+    reported a little behind where it is -- it waits until the child is ``LEAD``
+    bytes ahead rather than compute the CRC itself: the walk then asks a handful of
+    times per decode, and PyPy's traces of the record loop never hold the CRC loop
+    or the asking path.  A wait longer than ``WAIT_LIMIT`` ends the waiting for
+    good; from then on the walk takes what has been reported, without waiting.
+    The child is forked before the catalog loads: a head start, and a smaller heap
+    shared copy-on-write with the decoding process.
 
-    Nothing the child does can change what the decode produces: the reader asks
-    without waiting (a non-blocking read of the pipe) and checks every record the
-    child has not reported itself -- records before the child got going, all of
-    them if it falls behind, and from the first corrupt record on, which it then
-    reports with the same typed error (file and LSN) as without a worker.  A child
-    that fails in any way just ends (``os._exit``: no ``atexit``, no ``finally`` of
-    the parent's frames, no flush of the parent's buffers runs in it).
+    Nothing the child does can change what the decode produces: the reader checks
+    every record the child has not reported itself -- all of them if it falls
+    behind or dies, and from the first corrupt record on, which it then reports with
+    the same typed error (file and LSN) as without a worker.  A child that fails in
+    any way just ends (``os._exit``: no ``atexit``, no ``finally`` of the parent's
+    frames, no flush of the parent's buffers runs in it).
 
     ``close`` ends the child (SIGKILL when the decode stopped first, e.g. at
     ``--upto-nchanges``) and reaps it, so its CPU time counts in the command's.
@@ -58,6 +60,12 @@ from .files import iter_segments
 
 #: bytes of WAL between two reports of the child (a write per report)
 REPORT_GAP = 1 << 15
+
+#: how far past the LSN the walk needs it waits for the child to be: the walk then asks
+#: again only after that many bytes.  Asking often (every report, ~32 kB) put the asking
+#: path into PyPy's traces of the record loop in about one W1 decode in four (300
+#: traces, 2.3 M traced operations, +2 s, against 137 / 0.5 M); with 4 MB, none in 12.
+LEAD = 4 << 20
 
 #: seconds the decoding walk waits for a report before it stops waiting for good (the
 #: child then fell behind: a slow disk, a loaded machine) and checks CRCs itself
@@ -103,9 +111,10 @@ class CrcWorker:
         """``XLogReader.crc_checked_upto``: the child's latest report, waiting for it to
         reach ``need`` while the child keeps ahead (see the module's NOTES)."""
         self.polls += 1
+        want = need + LEAD
         while self.fd >= 0:
             self._drain()
-            if self.checked >= need or not self.wait or self.fd < 0:
+            if self.fd < 0 or self.checked >= want or not self.wait:
                 break
             self.waits += 1
             ready, _w, _x = select.select([self.fd], [], [], WAIT_LIMIT)

@@ -656,18 +656,17 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
 
-def _start_crc_worker(args: argparse.Namespace, setup: DecodeSetup, reader: Any) -> Any:
-    """``--crc-worker``: a second process checking the CRCs of the WAL ``reader`` will
-    read (adapters/crc_worker.py), or None."""
+def _start_crc_worker(args: argparse.Namespace) -> Any:
+    """``--crc-worker``: a second process checking the CRCs of the WAL the decode will
+    read (adapters/crc_worker.py), or None.  Started before the catalog loads: the
+    child gets a head start and shares a smaller heap with this process."""
     from ..adapters import crc_worker
 
     if not crc_worker.wanted(getattr(args, "crc_worker", "off")):
         return None
-    worker = crc_worker.start_crc_worker(args.wal, setup.slot.restart_lsn, setup.end_lsn,
-                                         setup.end_lsn)
-    if worker is not None:
-        reader.crc_checked_upto = worker.checked_upto
-    return worker
+    restart_lsn = slot_positions(args).restart_lsn
+    end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
+    return crc_worker.start_crc_worker(args.wal, restart_lsn, end_lsn, end_lsn)
 
 
 def _open_output(path: Optional[str]) -> BinaryIO:
@@ -682,6 +681,15 @@ def _open_output(path: Optional[str]) -> BinaryIO:
 
 def run(args: argparse.Namespace) -> int:
     after_evict = _setup_memory()
+    worker = _start_crc_worker(args)
+    try:
+        return _run(args, after_evict, worker)
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _run(args: argparse.Namespace, after_evict: Callable[[int], None], worker: Any) -> int:
     setup = open_decode(args)
     end_lsn = setup.end_lsn
     # the output file is opened once the decode could start: a usage error found while
@@ -705,7 +713,8 @@ def run(args: argparse.Namespace) -> int:
     ctx, reader, spill_store = start_decode(args, setup, sink)
     if after_evict is not _nothing_evicted:
         ctx.reorder.after_evict = after_evict
-    worker = _start_crc_worker(args, setup, reader)
+    if worker is not None:
+        reader.crc_checked_upto = worker.checked_upto
     try:
         outs.append(_open_output(args.output))
         if progress.enabled:
@@ -728,8 +737,6 @@ def run(args: argparse.Namespace) -> int:
                 outs[0].close()
         if spill_store is not None:
             spill_store.close()  # the spill files are removed on error too
-        if worker is not None:
-            worker.close()
     if args.stats:
         for name, value in ctx.stats.as_dict().items():
             sys.stderr.write(f"{name}\t{value}\n")
