@@ -189,6 +189,33 @@ def test_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not crc_worker.wanted("auto")
     monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
     assert crc_worker.wanted("auto")
+    assert not crc_worker.wanted("auto", crc_worker.AUTO_MIN_BYTES - 1)
+    assert crc_worker.wanted("auto", crc_worker.AUTO_MIN_BYTES)
+    assert crc_worker.wanted("on", 0)
+
+
+def test_wal_span() -> None:
+    d = _fixture("fpi_pglz", "wal")
+    segs = _segments()
+    start = XLogReader(segs).first_record_lsn or next(iter(XLogReader(segs))).lsn
+    assert crc_worker.wal_span([str(d / "wal")], start, start + 12345) == 12345
+    on_disk = sum(f.stat().st_size for f in (d / "wal").iterdir())
+    assert 0 < crc_worker.wal_span([str(d / "wal")], start) <= on_disk
+    assert crc_worker.wal_span([str(d / "missing")], start) == 0
+
+
+@pytest.mark.parametrize("min_bytes,expect", [(1 << 40, False), (0, True)],
+                         ids=["small_wal", "large_enough"])
+def test_cli_auto_starts_a_worker_for_enough_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 min_bytes: int, expect: bool) -> None:
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    monkeypatch.setattr(crc_worker, "AUTO_MIN_BYTES", min_bytes)
+    started = _spy(monkeypatch)
+    d = _basic()
+    out = tmp_path / "out.tsv"
+    assert main(_argv(d, d / "wal", out, "auto")) == 0
+    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    assert len(started) == int(expect)
 
 
 # -- the command line -------------------------------------------------------------------
@@ -299,3 +326,18 @@ def test_cli_worker_that_falls_behind_is_not_waited_for(tmp_path: Path,
     (w,) = started
     assert w.waits == 1 and not w.wait and w.checked == 0
     assert time.monotonic() - t0 < 5  # close() killed it rather than wait for it
+
+
+def test_cli_worker_is_reaped_when_the_decode_cannot_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The worker starts before the catalog loads; a catalog that does not load still
+    ends it (killed and reaped: no child left behind)."""
+    started = _spy(monkeypatch)
+    d = _basic()
+    argv = _argv(d, d / "wal", tmp_path / "out.tsv", "on")
+    argv[argv.index("--catalog") + 1] = str(tmp_path / "missing.json.gz")
+    assert main(argv) != 0
+    assert "catalog" in capsys.readouterr().err
+    (w,) = started
+    assert w.pid == 0 and w.fd < 0

@@ -55,8 +55,13 @@ import signal
 import struct
 from typing import Optional, Sequence
 
+from ..errors import PglogicalError
 from ..wal.xlogreader import XLogReader
-from .files import iter_segments
+from .files import _segment_size_of, find_segment_files, iter_segments
+
+#: ``--crc-worker auto`` starts no worker for less WAL than this: forking and waiting for
+#: the child's first reports cost more than the CRCs of a few segments
+AUTO_MIN_BYTES = 32 << 20
 
 #: bytes of WAL between two reports of the child (a write per report)
 REPORT_GAP = 1 << 15
@@ -85,12 +90,28 @@ def worker_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def wanted(mode: str) -> bool:
+def wanted(mode: str, span: int = 1 << 62) -> bool:
     """Whether ``--crc-worker MODE`` starts a worker here: ``on``, or ``auto`` with
-    ``fork`` and a second CPU."""
+    ``fork``, a second CPU and ``span`` (bytes of WAL to read) of AUTO_MIN_BYTES or
+    more."""
     if mode == "off" or not hasattr(os, "fork"):
         return False
-    return mode == "on" or worker_cpus() >= 2
+    return mode == "on" or (worker_cpus() >= 2 and span >= AUTO_MIN_BYTES)
+
+
+def wal_span(wal: Sequence[str], start_lsn: int, end_lsn: int = 0) -> int:
+    """Bytes of WAL a decode from ``start_lsn`` reads: up to ``end_lsn`` when given,
+    else what the files from the one holding ``start_lsn`` on take on disk (less
+    than that when they are compressed)."""
+    if end_lsn:
+        return max(end_lsn - start_lsn, 0)
+    try:
+        files = find_segment_files(list(wal))
+        seg_size = _segment_size_of(files[0]) if files else 0
+        first = start_lsn // seg_size if seg_size else 0
+        return sum(os.path.getsize(f.path) for f in files if f.segno(seg_size or 1) >= first)
+    except (PglogicalError, OSError):
+        return 0  # no worker: the decode reports what is wrong, as it would without one
 
 
 class CrcWorker:

@@ -394,8 +394,9 @@ def add_parser(sub: Any) -> None:
                    "immediate streams or spills after every change")
     p.add_argument("--crc-worker", choices=("auto", "on", "off"), default="auto",
                    help="check the WAL's CRC-32Cs in a second process running ahead of the "
-                   "decode (auto: when this process may use a second CPU); rows and errors "
-                   "are the same either way, the decode checks what the worker has not")
+                   "decode (auto: when this process may use a second CPU and reads 32 MB of "
+                   "WAL or more); rows and errors are the same either way, the decode "
+                   "checks what the worker has not")
     p.add_argument("--stats", action="store_true",
                    help="print pg_stat_replication_slots-like counters to stderr at the end")
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
@@ -662,10 +663,13 @@ def _start_crc_worker(args: argparse.Namespace) -> Any:
     child gets a head start and shares a smaller heap with this process."""
     from ..adapters import crc_worker
 
-    if not crc_worker.wanted(getattr(args, "crc_worker", "off")):
+    mode = getattr(args, "crc_worker", "off")
+    if not crc_worker.wanted(mode):
         return None
     restart_lsn = slot_positions(args).restart_lsn
     end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
+    if not crc_worker.wanted(mode, crc_worker.wal_span(args.wal, restart_lsn, end_lsn)):
+        return None
     return crc_worker.start_crc_worker(args.wal, restart_lsn, end_lsn, end_lsn)
 
 
