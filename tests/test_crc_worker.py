@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pglogical_py.adapters import crc_worker
 from pglogical_py.adapters.files import iter_segments
@@ -100,6 +103,31 @@ def test_reader_trusts_exactly_what_was_reported(monkeypatch: pytest.MonkeyPatch
     # reported as checked: the walk does not compute its CRC (the worker vouched for it)
     clean = _walk(segs, mode, None)
     assert _walk(bad, mode, lambda need: victim.lsn) == clean
+
+
+_CLEAN: List[Any] = []
+
+
+def _clean_walk() -> Tuple[Segs, List[int], List[int]]:
+    """The fixture's segments, its record LSNs (plain iteration) and its decoding-mode
+    LSNs, read once."""
+    if not _CLEAN:
+        segs = _segments()
+        _CLEAN.extend([segs, _walk(segs, "records", None), _walk(segs, "decoding", None)])
+    return _CLEAN[0], _CLEAN[1], _CLEAN[2]
+
+
+@settings(max_examples=_matrix.examples(40), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(answers=st.lists(st.integers(min_value=0, max_value=1 << 40), min_size=1, max_size=30),
+       mode=st.sampled_from(["records", "decoding"]))
+def test_any_answers_leave_an_intact_walk_unchanged(answers: List[int], mode: str) -> None:
+    """Whatever crc_checked_upto answers (growing, shrinking, past the end), intact WAL
+    reads the same records: only CRC computations are skipped."""
+    segs, records, decoding = _clean_walk()
+    it = iter(answers)
+    got = _walk(segs, mode, lambda need: next(it, answers[-1]))
+    assert got == (records if mode == "records" else decoding)
 
 
 def test_reader_asks_at_most_once_per_gap_when_answered_nothing() -> None:
