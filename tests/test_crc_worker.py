@@ -232,20 +232,6 @@ def test_wal_span() -> None:
     assert crc_worker.wal_span([str(d / "missing")], start) == 0
 
 
-@pytest.mark.parametrize("min_bytes,expect", [(1 << 40, False), (0, True)],
-                         ids=["small_wal", "large_enough"])
-def test_cli_auto_starts_a_worker_for_enough_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 min_bytes: int, expect: bool) -> None:
-    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
-    monkeypatch.setattr(crc_worker, "AUTO_MIN_BYTES", min_bytes)
-    started = _spy(monkeypatch)
-    d = _basic()
-    out = tmp_path / "out.tsv"
-    assert main(_argv(d, d / "wal", out, "auto")) == 0
-    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
-    assert len(started) == int(expect)
-
-
 # -- the command line -------------------------------------------------------------------
 
 
@@ -276,15 +262,33 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> List[crc_worker.CrcWorker]:
     return started
 
 
-@pytest.mark.parametrize("worker", ["on", "off"])
-def test_cli_rows_are_postgres_rows_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               worker: str) -> None:
-    monkeypatch.setattr(crc_worker, "WAIT_LIMIT", 30.0)  # a loaded machine: still wait
+def _decode_basic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  worker: str) -> List[crc_worker.CrcWorker]:
+    """Decode basic's WAL with ``--crc-worker WORKER``; its rows must be PostgreSQL's.
+    The workers it started."""
     started = _spy(monkeypatch)
     d = _basic()
     out = tmp_path / "out.tsv"
     assert main(_argv(d, d / "wal", out, worker)) == 0
     assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    return started
+
+
+@pytest.mark.parametrize("min_bytes,expect", [(1 << 40, False), (0, True)],
+                         ids=["small_wal", "large_enough"])
+def test_cli_auto_starts_a_worker_for_enough_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 min_bytes: int, expect: bool) -> None:
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    monkeypatch.setattr(crc_worker, "AUTO_MIN_BYTES", min_bytes)
+    started = _decode_basic(tmp_path, monkeypatch, "auto")
+    assert len(started) == int(expect)
+
+
+@pytest.mark.parametrize("worker", ["on", "off"])
+def test_cli_rows_are_postgres_rows_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               worker: str) -> None:
+    monkeypatch.setattr(crc_worker, "WAIT_LIMIT", 30.0)  # a loaded machine: still wait
+    started = _decode_basic(tmp_path, monkeypatch, worker)
     if worker == "on":
         (w,) = started
         assert w.checked > 0 and w.polls >= 1 and w.pid == 0  # used, then reaped
@@ -329,12 +333,7 @@ def test_cli_worker_that_dies_changes_nothing(tmp_path: Path,
         raise RuntimeError("the child fails at once")
 
     monkeypatch.setattr(crc_worker, "_check_walk", die)
-    started = _spy(monkeypatch)
-    d = _basic()
-    out = tmp_path / "out.tsv"
-    assert main(_argv(d, d / "wal", out, "on")) == 0
-    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
-    (w,) = started
+    (w,) = _decode_basic(tmp_path, monkeypatch, "on")
     assert w.checked == 0  # it reported nothing: every CRC was checked by the decode
 
 
@@ -345,13 +344,8 @@ def test_cli_worker_that_falls_behind_is_not_waited_for(tmp_path: Path,
 
     monkeypatch.setattr(crc_worker, "_check_walk", slow)
     monkeypatch.setattr(crc_worker, "WAIT_LIMIT", 0.05)
-    started = _spy(monkeypatch)
-    d = _basic()
-    out = tmp_path / "out.tsv"
     t0 = time.monotonic()
-    assert main(_argv(d, d / "wal", out, "on")) == 0
-    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
-    (w,) = started
+    (w,) = _decode_basic(tmp_path, monkeypatch, "on")
     assert w.waits == 1 and not w.wait and w.checked == 0
     assert time.monotonic() - t0 < 5  # close() killed it rather than wait for it
 
