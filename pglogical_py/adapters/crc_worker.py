@@ -57,7 +57,7 @@ from typing import Optional, Sequence
 
 from ..errors import PglogicalError
 from ..wal.xlogreader import XLogReader
-from .files import _segment_size_of, find_segment_files, iter_segments
+from .files import find_segment_files, iter_segments, select_segments
 
 #: ``--crc-worker auto`` starts no worker for less WAL than this: forking and waiting for
 #: the child's first reports cost more than the CRCs of a few segments
@@ -106,10 +106,8 @@ def wal_span(wal: Sequence[str], start_lsn: int, end_lsn: int = 0) -> int:
     if end_lsn:
         return max(end_lsn - start_lsn, 0)
     try:
-        files = find_segment_files(list(wal))
-        seg_size = _segment_size_of(files[0]) if files else 0
-        first = start_lsn // seg_size if seg_size else 0
-        return sum(os.path.getsize(f.path) for f in files if f.segno(seg_size or 1) >= first)
+        files = select_segments(find_segment_files(list(wal)), start_lsn, None)
+        return sum(os.path.getsize(f.path) for f in files)
     except (PglogicalError, OSError):
         return 0  # no worker: the decode reports what is wrong, as it would without one
 

@@ -263,9 +263,12 @@ def iter_segments(
     return _iter(files, start_lsn, end_lsn)
 
 
-def _iter(
+def select_segments(
     files: List[SegmentFile], start_lsn: Optional[int], end_lsn: Optional[int]
-) -> Iterator[Tuple[str, bytes]]:
+) -> List[SegmentFile]:
+    """The files of ``files`` (``find_segment_files``' order) a read of
+    ``[start_lsn, end_lsn]`` needs: the one holding ``start_lsn`` through the one holding
+    ``end_lsn`` (all of them when the segment size cannot be read)."""
     if (start_lsn is not None or end_lsn is not None) and files:
         seg_size = _segment_size_of(files[0])
         if seg_size:
@@ -281,5 +284,11 @@ def _iter(
                     continue
                 kept.append(f)
             files = kept or files[:1]
-    for f in files:
+    return files
+
+
+def _iter(
+    files: List[SegmentFile], start_lsn: Optional[int], end_lsn: Optional[int]
+) -> Iterator[Tuple[str, bytes]]:
+    for f in select_segments(files, start_lsn, end_lsn):
         yield f.name, read_segment(f)
