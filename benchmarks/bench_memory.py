@@ -44,8 +44,10 @@ from typing import Any, Dict, List
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-_RUNNER = ("import resource, sys\n"
+_RUNNER = ("import os, resource, sys\n"
            "from pglogical_py.cli import main\n"
+           "from pglogical_py.cli._runtime import tune_jit\n"
+           "tune_jit(os.environ)  # as the command line does (PyPy's JIT parameters)\n"
            "rc = main(sys.argv[1:])\n"
            "ru = resource.getrusage(resource.RUSAGE_SELF)\n"
            "sys.stderr.write('maxrss_kb\\t%d\\n' % ru.ru_maxrss)\n"

@@ -9,6 +9,8 @@ otherwise the corpus tests would pass without exercising it.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from typing import Any, Dict, List
 
 import pytest
@@ -66,7 +68,27 @@ def test_lane_and_callbacks_give_postgres_bytes(case: Any, monkeypatch: Any) -> 
         assert with_lane > 0, "the fast lane carried no row"
 
 
-def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
+class _FakeJit:
+    """Stands in for PyPy's ``pypyjit`` module: records ``set_param`` calls."""
+
+    def __init__(self) -> None:
+        self.params: List[str] = []
+
+    def set_param(self, params: str) -> None:
+        if "bogus" in params:
+            raise ValueError("error in JIT parameters string")
+        self.params.append(params)
+
+
+@pytest.fixture
+def fake_jit(monkeypatch: Any) -> _FakeJit:
+    jit = _FakeJit()
+    monkeypatch.setitem(sys.modules, "pypyjit", jit)
+    monkeypatch.delenv("PGLOGICAL_PY_JIT", raising=False)
+    return jit
+
+
+def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None:
     from pglogical_py.cli import _runtime
 
     calls: List[Any] = []
@@ -102,6 +124,47 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any) -> None:
     monkeypatch.setenv("PGLOGICAL_PY_NO_TUNING", "1")
     _runtime.reexec_tuned(["decode"])
     assert len(calls) == 1
+    # the JIT parameters are set by the process that runs (never before an exec)
+    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_PARAMS]
+
+
+def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
+                                capsys: Any) -> None:
+    """``PGLOGICAL_PY_JIT`` replaces the parameters, empty keeps PyPy's defaults, a bad
+    string ends the command with an error naming the variable; CPython sets nothing."""
+    from pglogical_py.cli import _runtime
+
+    monkeypatch.setattr(_runtime, "_PYPY", True)
+    assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
+    assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "threshold=2000"}) == "threshold=2000"
+    assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": " "}) == ""
+    assert fake_jit.params == [_runtime.JIT_PARAMS, "threshold=2000"]
+    with pytest.raises(SystemExit) as exc:
+        _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"})
+    assert exc.value.code == 2
+    assert "PGLOGICAL_PY_JIT='bogus=1'" in capsys.readouterr().err
+    monkeypatch.setattr(_runtime, "_PYPY", False)
+    assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"}) == ""
+    assert len(fake_jit.params) == 2
+
+
+@pytest.mark.skipif(sys.implementation.name != "pypy", reason="PyPy's JIT")
+def test_runtime_jit_parameters_reach_pypy(tmp_path: Any) -> None:
+    """The command line hands ``PGLOGICAL_PY_JIT`` to the real ``pypyjit`` (which
+    rejects an unknown key: that is what shows it was called) in the process that
+    decodes, after the re-execution."""
+    env = dict(os.environ, PGLOGICAL_PY_JIT="bogus=1")
+    env.pop("PYPY_GC_NURSERY", None)
+    r = subprocess.run([sys.executable, "-m", "pglogical_py", "--help"], env=env,
+                       capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 2, r.stderr
+    assert "pglogical-py: error: PGLOGICAL_PY_JIT='bogus=1'" in r.stderr
+    # once: by the re-executed process, none before the exec
+    assert r.stderr.count("pglogical-py: error") == 1
+    env["PGLOGICAL_PY_JIT"] = "threshold=500"
+    r = subprocess.run([sys.executable, "-m", "pglogical_py", "--help"], env=env,
+                       capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0 and "decode" in r.stdout, r.stderr
 
 
 def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:

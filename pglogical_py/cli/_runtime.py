@@ -35,12 +35,30 @@ NOTES
     alone: re-executed for the tunable alone, four alternating pairs showed no gain
     through the box's noise (W1 3.05-4.04 s against 2.85-3.74 s).
 
+    JIT warm-up.  A decode is one short run of a few hundred hot code paths (one per
+    record shape, per column type, per callback), and PyPy's JIT spends a large part of
+    it interpreting them until they reach its counters' thresholds and tracing them:
+    a pgbench decode (W1) ran 0.9-1.05 s warm in one process against 1.7-1.85 s the
+    first time.  So the command line lowers three of PyPy's JIT parameters
+    (``JIT_PARAMS``): loops are traced after 500 iterations instead of 1039, functions
+    after 800 calls instead of 1619, and a guard gets its bridge after 50 failures
+    instead of 200.  Two decodes at a time, one with PyPy's defaults and one with these,
+    on the two cores (so that both see the same load; one process each, user CPU):
+    W1 (pgbench) 0.87x, W2 (bulk inserts) 0.88x over 8 pairs, W3 (DDL) 0.92x.  Also
+    measured (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
+    instructions further but made W2 ~20 % slower (a hot loop's trace aborted as too
+    long); lower thresholds again (300 / 500) or higher (2000 / 3000) were worse on W2.
+    ``pypyjit.set_param`` applies to the process that decodes (after the re-execution)
+    and so to the CRC worker it forks; ``PGLOGICAL_PY_JIT`` replaces the parameters
+    (a ``pypyjit.set_param`` string; empty: PyPy's defaults).
+
     ``PGLOGICAL_PY_NO_TUNING=1`` turns the re-execution off (for benchmarks that show
-    its effect).
+    its effect); the JIT parameters are set either way.
 
 INVARIANTS
     * At most one re-execution: the child's environment is already tuned.
     * CPython, and any in-process call of ``cli.main``, are never affected.
+    * The JIT parameters change how soon code is compiled, never what it computes.
 """
 
 from __future__ import annotations
@@ -53,6 +71,8 @@ from typing import Dict, List, Mapping, Optional
 NURSERY = "8MB"
 #: the glibc tunable the re-executed command line runs with (see NOTES)
 HUGE_PAGES = "glibc.malloc.hugetlb=1"
+#: the PyPy JIT parameters the command line decodes with (see NOTES for the figures)
+JIT_PARAMS = "threshold=500,function_threshold=800,trace_eagerness=50"
 
 
 #: (sys.implementation, not platform: importing platform costs 15 ms on PyPy)
@@ -89,15 +109,43 @@ def tuned_environment(environ: Mapping[str, str]) -> Optional[Dict[str, str]]:
     return None if env == dict(environ) else env
 
 
+def jit_params(environ: Mapping[str, str]) -> str:
+    """The ``pypyjit.set_param`` string the command line runs with: ``PGLOGICAL_PY_JIT``
+    when set (empty: PyPy's defaults, nothing to set), else ``JIT_PARAMS``; always
+    empty on CPython."""
+    if not _PYPY:
+        return ""
+    return environ.get("PGLOGICAL_PY_JIT", JIT_PARAMS).strip()
+
+
+def tune_jit(environ: Mapping[str, str]) -> str:
+    """Set ``jit_params(environ)`` on PyPy's JIT (returns what was set).  A string the
+    JIT rejects ends the command (exit status 2) with an error naming the variable."""
+    params = jit_params(environ)
+    if params:
+        import pypyjit  # type: ignore[import-not-found]
+
+        try:
+            pypyjit.set_param(params)
+        except Exception as err:  # pypyjit raises ValueError (or TypeError) for bad keys
+            sys.stderr.write(
+                f"pglogical-py: error: PGLOGICAL_PY_JIT={params!r}: not PyPy JIT "
+                f"parameters ({err})\n"
+            )
+            raise SystemExit(2) from None
+    return params
+
+
 def reexec_tuned(argv: List[str]) -> None:
     """Re-execute ``python -m pglogical_py ARGV`` with ``tuned_environment`` (returns only
-    when nothing is to be done or the exec is impossible)."""
+    when nothing is to be done or the exec is impossible), then ``tune_jit``."""
     env = tuned_environment(os.environ)
     if env is None:
+        tune_jit(os.environ)
         return
     try:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable, "-m", "pglogical_py"] + argv, env)
     except OSError:
-        return  # no exec here (e.g. a frozen interpreter): run as we are
+        tune_jit(os.environ)  # no exec here (e.g. a frozen interpreter): run as we are
