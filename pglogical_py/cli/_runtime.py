@@ -42,10 +42,12 @@ NOTES
     first time.  So the command line lowers three of PyPy's JIT parameters
     (``JIT_PARAMS``): loops are traced after 500 iterations instead of 1039, functions
     after 800 calls instead of 1619, and a guard gets its bridge after 50 failures
-    instead of 200.  Two decodes at a time, one with PyPy's defaults and one with these,
-    on the two cores (so that both see the same load; one process each, user CPU):
-    W1 (pgbench) 0.87x, W2 (bulk inserts) 0.88x over 8 pairs, W3 (DDL) 0.92x.  Also
-    measured (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
+    instead of 200.  Whole decodes, PyPy's defaults and these alternating, 12 rounds,
+    medians: W1 (pgbench) one process 1.87 -> 1.59 s (user CPU 1.68 -> 1.38 s), with
+    the CRC worker 1.90 -> 1.67 s; W2 (bulk inserts) 2.39 -> 1.85 s and 1.89 -> 1.62 s.
+    Two decodes at a time on the two cores (both see the same load): W1 0.87x, W2
+    0.88x user CPU over 8 pairs, W3 (DDL) 0.92x.  Also measured
+    (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
     instructions further but made W2 ~20 % slower (a hot loop's trace aborted as too
     long); lower thresholds again (300 / 500) or higher (2000 / 3000) were worse on W2.
     ``pypyjit.set_param`` applies to the process that decodes (after the re-execution)
