@@ -16,7 +16,8 @@ count must not allocate more either (``PYPYLOG=gc-minor`` counts PyPy's minor co
 Needs ``valgrind`` and the workload's cache (run bench_decode.py once first).  Each run takes
 ~15x the decode's time (W2 under CPython: ~3 minutes; use ``--end-lsn`` for a slice).
 PyPy runs as the command line would after its re-execution (``cli/_runtime.py``: the GC
-nursery set, the re-execution itself off, valgrind following one process).
+nursery set, the JIT parameters set, the re-execution itself off, valgrind following one
+process).
 
 Usage::
 
