@@ -80,11 +80,14 @@ def _snapshots(directory: str) -> Dict[int, bytes]:
 
 
 def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] = None,
-                   spill_store: Any = None) -> bytes:
+                   spill_store: Any = None, worker: Any = None, out_path: str = "") -> bytes:
     """Decode one fixture as the peek that produced ``<sub>/<optionset>.tsv`` did.
 
     ``work_mem`` / ``spill_store`` override the fixture's logical_decoding_work_mem and
-    the in-memory spill store (tests/test_spill_*.py: output must not change)."""
+    the in-memory spill store (tests/test_spill_*.py: output must not change).  With
+    ``worker`` (an unstarted adapters.format_worker.FormatWorker) the rows go to it,
+    started once the context is made, and its output file ``out_path`` is returned
+    (tests/test_format_worker.py)."""
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.cli.decode import parse_size
     from pglogical_py.logical.logical import (
@@ -132,11 +135,14 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
         rows.append(b"%X/%X\t%d\t" % (lsn >> 32, lsn & 0xFFFFFFFF, xid) + escape_tsv(data)
                     + b"\n")
 
+    plugin = TestDecoding(timezone=meta.get("timezone", "UTC"))
+    # with a worker, the worker formats the rows
+    row_sink: Any = sink if worker is None else worker.line_sink
     ctx = LogicalDecodingContext(
-        TestDecoding(timezone=meta.get("timezone", "UTC")), catalog,
+        plugin, catalog,
         database=state.database, start_lsn=confirmed, two_phase=state.two_phase,
         two_phase_at=state.two_phase_at if state.two_phase else None, options=options,
-        snapshots=_snapshots(snapdir) if snapdir else None, sink=sink, major=meta["major"],
+        snapshots=_snapshots(snapdir) if snapdir else None, sink=row_sink, major=meta["major"],
         work_mem=work_mem or parse_size(
             meta.get("settings", {}).get("logical_decoding_work_mem", "64MB")),
         spill_store=spill_store,
@@ -154,9 +160,22 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
             XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn),
                        start_lsn=restart_lsn))
     segments = iter_segments(os.path.join(wdir, "wal"), start_lsn=restart_lsn)
-    ctx.decode(XLogReader(segments, start_lsn=restart_lsn), upto_lsn=upto)
-    ctx.shutdown()
-    return b"".join(rows)
+    if worker is None:
+        ctx.decode(XLogReader(segments, start_lsn=restart_lsn), upto_lsn=upto)
+        ctx.shutdown()
+        return b"".join(rows)
+    from pglogical_py.cli.decode import _tsv_sink
+
+    with open(out_path, "wb") as out:
+        worker.start(out, plugin, _tsv_sink)
+        ctx.row_offload = worker
+        try:
+            ctx.decode(XLogReader(segments, start_lsn=restart_lsn), upto_lsn=upto)
+            ctx.shutdown()
+        finally:
+            worker.close()
+    with open(out_path, "rb") as f:
+        return f.read()
 
 
 def _read_expected(path: str) -> bytes:

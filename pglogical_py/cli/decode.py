@@ -397,6 +397,12 @@ def add_parser(sub: Any) -> None:
                    "decode (auto: when this process may use a second CPU and reads 32 MB of "
                    "WAL or more); rows and errors are the same either way, the decode "
                    "checks what the worker has not")
+    p.add_argument("--format-worker", choices=("auto", "on", "off"), default="auto",
+                   help="print the rows and write the tsv output in a second process, the "
+                   "decoding process sending it the tuples in commit order (auto: when "
+                   "this process may use a second CPU and reads 32 MB of WAL or more; "
+                   "not with --format jsonl or --upto-nchanges); the output is the same "
+                   "either way")
     p.add_argument("--stats", action="store_true",
                    help="print pg_stat_replication_slots-like counters to stderr at the end")
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
@@ -673,6 +679,28 @@ def _start_crc_worker(args: argparse.Namespace) -> Any:
     return crc_worker.start_crc_worker(args.wal, restart_lsn, end_lsn, end_lsn)
 
 
+def _format_worker(args: argparse.Namespace, setup: DecodeSetup) -> Any:
+    """``--format-worker``: the (not yet started) process that will print the rows and
+    write the tsv (adapters/format_worker.py), or None."""
+    from ..adapters import format_worker
+
+    mode = getattr(args, "format_worker", "off")
+    if args.format != "tsv" or args.upto_nchanges or not format_worker.wanted(mode):
+        return None
+    if not args.output:
+        try:
+            sys.stdout.buffer.fileno()  # the child writes to the same file
+        except (AttributeError, OSError, ValueError):
+            return None  # an in-memory stdout (a test's capture): the child's copy is lost
+    if mode == "auto":
+        from ..adapters.crc_worker import wal_span
+
+        span = wal_span(args.wal, setup.slot.restart_lsn, setup.end_lsn)
+        if not format_worker.wanted(mode, span):
+            return None
+    return format_worker.FormatWorker()
+
+
 def _open_output(path: Optional[str]) -> BinaryIO:
     """``-O FILE`` opened for writing (standard output without it)."""
     if not path:
@@ -681,6 +709,22 @@ def _open_output(path: Optional[str]) -> BinaryIO:
         return open(path, "wb")
     except OSError as err:
         raise UsageError(f"cannot write the output file: {err.strerror}", file=path) from None
+
+
+def _finish_output(outs: List[BinaryIO], flush_rows: Callable[[], None], close: bool) -> None:
+    """Write the rows still batched and flush; close an ``-O`` file even when that
+    write fails (a full disk: the error goes on, the file is not left open)."""
+    if not outs:
+        return
+    try:
+        flush_rows()
+        outs[0].flush()
+    finally:
+        if close:
+            try:
+                outs[0].close()
+            except OSError:
+                pass  # the same failed write again: the first error is the one raised
 
 
 def run(args: argparse.Namespace) -> int:
@@ -707,7 +751,11 @@ def _run(args: argparse.Namespace, after_evict: Callable[[int], None], worker: A
     progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
     progress.start_lsn = setup.slot.restart_lsn
     flush_rows: Callable[[], None] = _nothing
-    if args.format == "tsv":
+    printer = _format_worker(args, setup)
+    if printer is not None:
+        # rows go to the worker, which formats the tsv and writes the output itself
+        sink = printer.line_sink
+    elif args.format == "tsv":
         sink, flush_rows = _tsv_sink(write)
     else:
         def sink(lsn: int, xid: int, data: bytes) -> None:
@@ -721,6 +769,9 @@ def _run(args: argparse.Namespace, after_evict: Callable[[int], None], worker: A
         reader.crc_checked_upto = worker.checked_upto
     try:
         outs.append(_open_output(args.output))
+        if printer is not None:
+            printer.start(outs[0], setup.plugin, _tsv_sink)
+            ctx.row_offload = printer
         if progress.enabled:
             def records() -> Any:
                 for rec in reader:
@@ -732,15 +783,20 @@ def _run(args: argparse.Namespace, after_evict: Callable[[int], None], worker: A
         else:
             ctx.decode(reader, upto_lsn=end_lsn, upto_nchanges=args.upto_nchanges)
         ctx.shutdown()
+    except KeyboardInterrupt:
+        if printer is not None:
+            printer.kill()
+        raise
     finally:
         progress.done()
-        if outs:
-            flush_rows()
-            outs[0].flush()
-            if args.output:
-                outs[0].close()
-        if spill_store is not None:
-            spill_store.close()  # the spill files are removed on error too
+        try:
+            if printer is not None:
+                # waits for the rows sent; the worker's error, if any, wins: it is earlier
+                printer.close()
+        finally:
+            _finish_output(outs, flush_rows, bool(args.output))
+            if spill_store is not None:
+                spill_store.close()  # the spill files are removed on error too
     if args.stats:
         for name, value in ctx.stats.as_dict().items():
             sys.stderr.write(f"{name}\t{value}\n")

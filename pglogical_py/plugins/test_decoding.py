@@ -52,9 +52,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 from .._jit import exec_generated, not_inlined
 from ..access.detoast import detoast_inline
 from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
-from ..catalog.relation import ALIGNMENT
-from ..errors import UnknownTypeError, UsageError
-from ..logical.logical import OUTPUT_PLUGIN_BINARY_OUTPUT, OutputPluginOptions
+from ..catalog.relation import ALIGNMENT, Relation, TupleDesc
+from ..errors import DecodingError, UnknownTypeError, UsageError
+from ..logical.logical import (
+    OFFLOAD_DELETE,
+    OFFLOAD_INSERT,
+    OFFLOAD_OLD_KEY,
+    OFFLOAD_UPDATE,
+    OFFLOAD_UPDATE_OLD,
+    OUTPUT_PLUGIN_BINARY_OUTPUT,
+    OutputPluginOptions,
+)
 from ..logical.reorderbuffer import (
     CHANGE_DELETE,
     CHANGE_INSERT,
@@ -65,6 +73,7 @@ from ..logical.reorderbuffer import (
 from ..types import OutputSettings, output_function
 from ..types.datetime import fast_iso_output
 from ..types.numeric import numeric_bytes
+from ..types.output import BUILTIN_INFO, catalog_dependent
 
 # catalog/pg_type_d.h
 BOOLOID = 16
@@ -163,6 +172,10 @@ class TestDecoding:
         self._rowfns: Dict[Any, Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {}
         #: Relation -> tuples printed without compiled code (see COMPILE_AFTER)
         self._uses: Dict[Any, int] = {}
+        #: Relation -> (its INSERT head, its code in the format worker)
+        self._offloaded: Dict[Any, Tuple[bytes, int]] = {}
+        #: Relation -> whether a format worker can print its rows
+        self._can_offload: Dict[Any, bool] = {}
         self._catalog: Any = None
         #: ctx.cache_epoch when the caches above were last known warm
         self._epoch = 0
@@ -467,6 +480,9 @@ class TestDecoding:
         epoch = ctx.cache_epoch
         if fast is None or epoch != self._epoch:
             return None
+        offload = getattr(ctx, "row_offload", None)
+        if offload is not None and offload.line_sink is sink and self.offloadable(relation):
+            return self._offload_lane(ctx, relation, fast, offload)
         ins, upd, upd_old, dele = fast.ins, fast.upd, fast.upd_old, fast.dele
         new, old = fast.new, fast.old
 
@@ -503,6 +519,98 @@ class TestDecoding:
             return True
 
         return lane
+
+    def _offload_lane(self, ctx: Any, relation: Any, fast: _FastRel, offload: Any
+                      ) -> Callable[[ReorderBufferTXN, ReorderBufferChange], bool]:
+        """``fast_change``'s lane when a format worker prints the rows
+        (adapters/format_worker.py): the same decisions, the tuple bytes sent instead
+        of printed.  The relation's printers are defined in the worker once per
+        Relation object and heads."""
+        known = self._offloaded.get(relation)
+        if known is None or known[0] != fast.ins:
+            known = (fast.ins, offload.define(self.offload_spec(relation, fast)))
+            self._offloaded[relation] = known
+        code = known[1]
+        k_ins, k_upd, k_del = code | OFFLOAD_INSERT, code | OFFLOAD_UPDATE, code | OFFLOAD_DELETE
+        k_upd_old, k_old = code | OFFLOAD_UPDATE_OLD, code | OFFLOAD_OLD_KEY
+        send = offload.send_row
+        epoch = ctx.cache_epoch
+
+        def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
+            if (ctx.cache_epoch != epoch or not txn.output_plugin_private.xact_wrote_changes
+                    or change.newvals is not None or change.oldvals is not None):
+                return False
+            action = change.action
+            if action == CHANGE_INSERT:
+                t = change.newtuple
+                if t is None:
+                    return False
+                send(k_ins, change.lsn, txn.xid, t)
+            elif action == CHANGE_UPDATE:
+                t = change.newtuple
+                if t is None:
+                    return False
+                o = change.oldtuple
+                if o is None:
+                    send(k_upd, change.lsn, txn.xid, t)
+                else:
+                    send(k_old, change.lsn, txn.xid, o)
+                    send(k_upd_old, change.lsn, txn.xid, t)
+            elif action == CHANGE_DELETE:
+                o = change.oldtuple
+                if o is None:
+                    return False
+                send(k_del, change.lsn, txn.xid, o)
+            else:
+                return False
+            return True
+
+        return lane
+
+    def offloadable(self, relation: Any) -> bool:
+        """Whether a format worker can print ``relation``'s rows: every column's type
+        is built in and prints without the catalog (the worker's catalog is the one of
+        its fork), with an output function."""
+        ok = self._can_offload.get(relation)
+        if ok is None:
+            ok = all(att.attisdropped or att.attnum < 0 or self._builtin_output(att.atttypid)
+                     for att in relation.tupdesc.attrs)
+            self._can_offload[relation] = ok
+        return ok
+
+    def _builtin_output(self, typid: int) -> bool:
+        if typid not in BUILTIN_INFO or catalog_dependent(typid):
+            return False
+        try:
+            output_function(typid, self.settings, None)
+        except UnknownTypeError:
+            return False
+        return True
+
+    def offload_spec(self, relation: Any, fast: _FastRel) -> Tuple[Any, ...]:
+        """What ``rows_from_spec`` needs to print ``relation``'s rows in a format
+        worker: the relation's names, its attributes, each column's ``name[type]:``
+        prefix and type, the four row heads (all picklable)."""
+        cols = self._column_printers(relation)
+        return (relation.oid, relation.relname, relation.nspname, relation.relnamespace,
+                list(relation.tupdesc.attrs),
+                [None if c is None else (c[0], c[1]) for c in cols],
+                (fast.ins, fast.upd, fast.upd_old, fast.dele))
+
+    def rows_from_spec(self, spec: Tuple[Any, ...]) -> _OffloadedRel:
+        """In a format worker: the printers of an ``offload_spec`` (the same
+        ``_row_printer`` the decoding process would build)."""
+        oid, relname, nspname, relnamespace, attrs, colspec, heads = spec
+        relation = Relation(oid, relname, nspname, relnamespace, "r", "p", "d", 0, 0, 0,
+                            TupleDesc(attrs))
+        cols: List[Optional[ColumnPrinter]] = []
+        for att, col in zip(relation.tupdesc.attrs, colspec):
+            cols.append(None if col is None
+                        else (col[0], col[1], self._value_printer(att, relation)))
+        self._printers[relation] = cols
+        return _OffloadedRel(self, relation, heads,
+                             self._row_printer(relation, cols, False),
+                             self._row_printer(relation, cols, True))
 
     def _change_general(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
                         change: ReorderBufferChange) -> None:
@@ -820,6 +928,46 @@ class _FastRel:
         self.dele = dele
         self.new = new
         self.old = old
+
+
+class _OffloadedRel:
+    """A format worker's printers for one relation (``TestDecoding.rows_from_spec``)."""
+
+    __slots__ = ("plugin", "relation", "ins", "upd", "upd_old", "dele", "new", "old")
+
+    def __init__(self, plugin: TestDecoding, relation: Any, heads: Tuple[bytes, ...],
+                 new: Callable[[bytes], bytes], old: Callable[[bytes], bytes]) -> None:
+        self.plugin = plugin
+        self.relation = relation
+        self.ins, self.upd, self.upd_old, self.dele = heads
+        self.new = new
+        self.old = old
+
+    def print_new(self, t: bytes, lsn: int, xid: int) -> bytes:
+        """A new tuple's text (``change``'s fast path, then its general path)."""
+        try:
+            return self.new(t)
+        except _MALFORMED:
+            return self._general(t, False, lsn, xid)
+
+    def print_old(self, t: bytes, lsn: int, xid: int) -> bytes:
+        """An old key's text (NULLs skipped)."""
+        try:
+            return self.old(t)
+        except _MALFORMED:
+            return self._general(t, True, lsn, xid)
+
+    def _general(self, t: bytes, skip_nulls: bool, lsn: int, xid: int) -> bytes:
+        """What ``_change_general`` prints for a tuple the fused printer could not
+        read: the deformer's error (with this change's LSN and xid) or the text."""
+        try:
+            values = deform_wal_tuple(self.relation.tupdesc, t)
+        except DecodingError as err:
+            if err.lsn is not None:
+                raise
+            raise type(err)(err.message, lsn=lsn, xid=xid) from None
+        text = self.plugin._tuple_to_str(self.relation, values, skip_nulls)
+        return text.encode("utf-8", "surrogateescape")
 
 
 #: what a fused row printer raises on a malformed tuple (the general path then

@@ -239,7 +239,7 @@ CATALOG_OUTPUTS = frozenset(("aclitemout", "regroleout", "regnamespaceout", "reg
                              "regcollationout"))
 
 
-def _catalog_dependent(typoid: int) -> bool:
+def catalog_dependent(typoid: int) -> bool:
     """Whether a built-in type's output text depends on the catalog (a reg* type,
     aclitem, or an array of one)."""
     ti = BUILTIN_INFO[typoid]
@@ -327,7 +327,7 @@ def output_function(
         except UnknownTypeError:
             name = "oid %d" % typoid
         fn = raw_output(name)
-    if typoid in BUILTIN_INFO and not _catalog_dependent(typoid):
+    if typoid in BUILTIN_INFO and not catalog_dependent(typoid):
         _CACHE[key] = fn
     return fn
 
