@@ -356,12 +356,14 @@ def time_pg(conn: Any, pid: int, end: str) -> Dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 #: the decoders ``--decoders`` names: (row name, interpreter, extra command-line arguments);
-#: ``-1``: one process, the CRC-32Cs checked by the decode itself (``--crc-worker off``)
+#: ``-1``: one process, the CRC-32Cs checked and the rows printed by the decode itself
+#: (``--crc-worker off --format-worker off``)
 DECODERS = {
     "cpython": ("CPython", "cpython", []),
     "pypy": ("PyPy", "pypy", []),
-    "cpython-1": ("CPython, one process", "cpython", ["--crc-worker", "off"]),
-    "pypy-1": ("PyPy, one process", "pypy", ["--crc-worker", "off"]),
+    "cpython-1": ("CPython, one process", "cpython",
+                  ["--crc-worker", "off", "--format-worker", "off"]),
+    "pypy-1": ("PyPy, one process", "pypy", ["--crc-worker", "off", "--format-worker", "off"]),
 }
 
 
@@ -446,7 +448,7 @@ def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
         runs[name] = []
         version = _version(py) if py else name.split(",")[0]
         labels[name] = "pglogical_py %s%s" % (
-            version, ", one process (`--crc-worker off`)" if extra else "")
+            version, ", one process (`--crc-worker off --format-worker off`)" if extra else "")
 
     for _name, py, _extra in interps:
         if py is not None:
@@ -516,8 +518,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
         "re-executes itself once with an 8 MB GC nursery, included, and sets its JIT "
         "parameters (`cli/_runtime.py`, `JIT_PARAMS`); by default the WAL's "
         "CRC-32Cs are checked by a second process running ahead of the decode, "
-        "`--crc-worker auto`, whose CPU time is counted too; `one process`: "
-        "`--crc-worker off`), wall clock and CPU "
+        "`--crc-worker auto`, and the rows are printed and written by a third, "
+        "`--format-worker auto`, whose CPU times are counted too; `one process`: "
+        "`--crc-worker off --format-worker off`), wall clock and CPU "
         "(rusage). Correctness, every run: rows, changes and the MD5 "
         "of our `-O` file equal PostgreSQL's rows formatted in SQL as the same tsv." % (
             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -604,7 +607,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="w1 (pgbench) and/or w2 (bulk); default both")
     p.add_argument("--repeat", type=int, default=3, help="runs of each decoder (median)")
     p.add_argument("--decoders", default="cpython,pypy,cpython-1,pypy-1",
-                   help="comma-separated subset of %s (-1: one process, --crc-worker off)"
+                   help="comma-separated subset of %s (-1: one process, --crc-worker off "
+                   "--format-worker off)"
                    % ",".join(DECODERS))
     p.add_argument("--ours-only", action="store_true",
                    help="do not restart the server to time PostgreSQL: show its cached runs")
