@@ -473,8 +473,10 @@ class TestDecoding:
 
         Only for a warm relation (a :class:`_FastRel` made under the current cache
         epoch).  The lane declines -- returns False having written nothing -- whenever
-        ``change`` would not take its own fast path, and for a transaction's first
-        row (``change`` writes BEGIN then), or once invalidations moved the epoch on.
+        ``change`` would not take its own fast path, or once invalidations moved the
+        epoch on.  A transaction's first row is the lane's too: with skip-empty-xacts
+        it writes BEGIN first, as ``change`` would, with the row's LSN (the position
+        ``change_cb_wrapper`` sets).
         """
         fast = self._fast.get(relation)
         epoch = ctx.cache_epoch
@@ -485,9 +487,10 @@ class TestDecoding:
             return self._offload_lane(ctx, relation, fast, offload)
         ins, upd, upd_old, dele = fast.ins, fast.upd, fast.upd_old, fast.dele
         new, old = fast.new, fast.old
+        skip_empty, include_xids = self.skip_empty_xacts, self.include_xids
 
         def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
-            if (ctx.cache_epoch != epoch or not txn.output_plugin_private.xact_wrote_changes
+            if (ctx.cache_epoch != epoch
                     or change.newvals is not None or change.oldvals is not None):
                 return False
             action = change.action
@@ -515,6 +518,11 @@ class TestDecoding:
                     return False
             except _MALFORMED:
                 return False
+            txndata = txn.output_plugin_private
+            if not txndata.xact_wrote_changes:
+                if skip_empty:  # pg_output_begin, lazily
+                    sink(change.lsn, txn.xid, b"BEGIN %d" % txn.xid if include_xids else b"BEGIN")
+                txndata.xact_wrote_changes = True
             sink(change.lsn, txn.xid, data)
             return True
 
@@ -534,35 +542,36 @@ class TestDecoding:
         k_ins, k_upd, k_del = code | OFFLOAD_INSERT, code | OFFLOAD_UPDATE, code | OFFLOAD_DELETE
         k_upd_old, k_old = code | OFFLOAD_UPDATE_OLD, code | OFFLOAD_OLD_KEY
         send = offload.send_row
+        line = offload.line_sink
         epoch = ctx.cache_epoch
+        skip_empty, include_xids = self.skip_empty_xacts, self.include_xids
 
         def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
-            if (ctx.cache_epoch != epoch or not txn.output_plugin_private.xact_wrote_changes
+            if (ctx.cache_epoch != epoch
                     or change.newvals is not None or change.oldvals is not None):
                 return False
             action = change.action
             if action == CHANGE_INSERT:
+                kind = k_ins
                 t = change.newtuple
-                if t is None:
-                    return False
-                send(k_ins, change.lsn, txn.xid, t)
             elif action == CHANGE_UPDATE:
                 t = change.newtuple
-                if t is None:
-                    return False
-                o = change.oldtuple
-                if o is None:
-                    send(k_upd, change.lsn, txn.xid, t)
-                else:
-                    send(k_old, change.lsn, txn.xid, o)
-                    send(k_upd_old, change.lsn, txn.xid, t)
+                kind = k_upd if change.oldtuple is None else k_upd_old
             elif action == CHANGE_DELETE:
-                o = change.oldtuple
-                if o is None:
-                    return False
-                send(k_del, change.lsn, txn.xid, o)
+                kind = k_del
+                t = change.oldtuple
             else:
                 return False
+            if t is None:
+                return False
+            txndata = txn.output_plugin_private
+            if not txndata.xact_wrote_changes:
+                if skip_empty:  # pg_output_begin, lazily
+                    line(change.lsn, txn.xid, b"BEGIN %d" % txn.xid if include_xids else b"BEGIN")
+                txndata.xact_wrote_changes = True
+            if kind == k_upd_old:
+                send(k_old, change.lsn, txn.xid, change.oldtuple)
+            send(kind, change.lsn, txn.xid, t)
             return True
 
         return lane
