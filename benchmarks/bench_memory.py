@@ -11,8 +11,9 @@
    eviction policy (``largest``, PostgreSQL's, and ``oldest``) with the Parquet spill store
    (pickle where pyarrow is missing), output to /dev/null; records the process's peak RSS
    (``ru_maxrss``), wall and user CPU time, our counters and the bytes the spill files took,
-   and the same of its CRC worker process (``--crc-worker``, ``RUSAGE_CHILDREN``: 0 when
-   none ran);
+   and the same of its worker processes (``--crc-worker``, ``--format-worker``,
+   ``RUSAGE_CHILDREN``: the largest one's peak RSS, their user CPU summed; 0 when none
+   ran);
    then once more under PyPy (``--pypy``, default .venv-pypy; its store is the pickle one).
 
 Prints one table.  The claims it checks: peak RSS below work_mem + 150 MB and not growing
@@ -172,7 +173,7 @@ def main(argv: Any = None) -> int:
             fb = r.get("spill_file_bytes", 0)
             print(f"  ours {ev if ev == 'pypy' else 'eviction=' + ev:17s} {r['seconds']:7.1f} s "
                   f"(user {r.get('user_ms', 0) / 1000:5.1f} s)  peak RSS "
-                  f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB (CRC worker "
+                  f"{r.get('maxrss_kb', 0) / 1024:6.0f} MB (workers "
                   f"{r.get('worker_maxrss_kb', 0) / 1024:.0f} MB, user "
                   f"{r.get('worker_user_ms', 0) / 1000:.1f} s)  spill_count {r.get('spill_count')} "
                   f"spill_bytes {r.get('spill_bytes', 0):,}  files {fb:,} B "

@@ -32,11 +32,13 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
-# rows of plain, DDL-changed, TOASTed, streamed, spilled and typed transactions, with
-# skip-empty-xacts off and on, of every major
+# rows of plain, DDL-changed, TOASTed, streamed, spilled, typed, COPYed and prepared
+# transactions, with skip-empty-xacts off and on and with timestamps, of every major
 _WANTED = {("basic", "xids1_skip0"), ("ddl", "xids0_skip1"), ("toast", "xids0_skip1"),
            ("stream", "stream_xids0_skip1"), ("types", "xids0_skip1"),
-           ("spill", "xids0_skip1"), ("addcolumn", "xids0_skip1")}
+           ("spill", "xids0_skip1"), ("addcolumn", "xids0_skip1"), ("copy", "xids1_skip1"),
+           ("twophase", "xids0_skip0"), ("ddl_twophase", "xids1_skip1"),
+           ("stream_twophase", "xids1_skip0"), ("basic", "timestamp")}
 _CASES = [c for c in CASES if c[1] == "decode" and (os.path.basename(c[0]), c[2]) in _WANTED]
 
 
