@@ -24,6 +24,14 @@ NOTES
     4 kB page) and 4096-entry hex tables on PyPy, by one bytes ``%`` per batch on
     CPython.
 
+    ``--format-worker`` (auto: a second CPU, ``fork``, 32 MB of WAL or more, tsv, no
+    ``--upto-nchanges``, an output with a file descriptor): the rows go to a forked
+    process (adapters/format_worker.py) that formats the tsv and writes the output; the
+    plugin's fast lane sends it raw tuples to print (``ctx.row_offload``).  It is forked
+    once the plugin started and the output file is open; ``_run`` waits for it to write
+    everything (its error, if any, wins: it is earlier in the output) and kills it on
+    Ctrl-C.
+
     The default time zone is UTC, not the server's boot default (GMT): it only shows
     in include-timestamp output and timestamptz values.
 
