@@ -38,6 +38,15 @@ NOTES
     of the fixtures.  Measured in docs/performance.md ("Decode profile: replay and
     output").
 
+    The fast lane (``fast_change``) is that fast path without the change callback's
+    wrapper, a transaction's first row included (BEGIN written by the lane with
+    skip-empty-xacts).  With a format worker (``ctx.row_offload``, the command line's
+    ``--format-worker``) the lane sends a relation's WAL tuple bytes instead of
+    printing them, for relations whose every column type is built in and prints
+    without the catalog (``offloadable``): the worker rebuilds the same printers from
+    ``offload_spec`` (``rows_from_spec``) and prints there, a tuple its fused printer
+    cannot read through the general path, as ``change`` would.
+
 INVARIANTS
     Output bytes are the UTF-8 of what PostgreSQL prints (server encoding UTF8);
     bytes that are not UTF-8 (message content) pass through unchanged.
