@@ -281,3 +281,20 @@ def test_cli_in_memory_stdout_gets_no_worker(monkeypatch: pytest.MonkeyPatch,
     assert main(argv) == 0
     assert capsysbinary.readouterr().out == (d / "decode" / "xids1_skip0.tsv").read_bytes()
     assert not started
+
+
+def test_worker_large_rows_and_many_frames(tmp_path: Path) -> None:
+    """Rows larger than a socket read, and frames cut anywhere by the reads."""
+    worker, plugin, code, out = _started(tmp_path)
+    big = b"x\t" * (3 << 20)  # 6 MB, escaped on output
+    worker.line_sink(0x1000, 703, b"BEGIN 703")
+    worker.line_sink(0x1001, 703, big)
+    for i in range(5000):
+        worker.send_row(code | OFFLOAD_INSERT, 0x2000 + i, 703, _tuple(i, b"r" * (i % 100)))
+    worker.line_sink(0x1002, 703, big[:12345])
+    worker.close()
+    lines = out.read_bytes().split(b"\n")
+    assert lines[1] == b"0/1001\t703\t" + b"x\\t" * (3 << 20)
+    assert len(lines) == 5000 + 4
+    assert lines[5001].endswith(b"id[integer]:4999 t[text]:'" + b"r" * (4999 % 100) + b"'")
+    assert lines[5002] == b"0/1002\t703\t" + (b"x\\t" * 6172) + b"x"

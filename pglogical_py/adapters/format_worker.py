@@ -220,11 +220,17 @@ class FormatWorker:
             except OSError:
                 pass
             self._reap()
+            if self.sock is not None:
+                self.sock.close()
 
     def _raise_child_error(self) -> None:
         """Read the child's result (waiting for its end); raise its error if any."""
         sock = self.sock
         assert sock is not None
+        try:
+            sock.shutdown(socket.SHUT_WR)  # whatever failed, the child sees the end
+        except OSError:
+            pass
         chunks: List[bytes] = []
         while True:
             try:
@@ -297,6 +303,23 @@ def _child_main(sock: socket.socket, out: BinaryIO, plugin: Any,
         os._exit(code)
 
 
+def _join_frame(rest: bytes, chunk: bytes, recv: Callable[[int], bytes]) -> bytes:
+    """``rest`` (a partial frame) + ``chunk``, read on until the frame is whole when its
+    header says how long it is: a large row is joined once, not once per chunk."""
+    if len(rest) < _HEAD_SIZE:
+        return rest + chunk
+    need = _HEAD_SIZE + _HEAD.unpack_from(rest, 0)[3]
+    parts = [rest, chunk]
+    have = len(rest) + len(chunk)
+    while have < need:
+        more = recv(max(need - have, RECV_BYTES))
+        if not more:
+            break  # the end inside a frame: reported by the caller
+        parts.append(more)
+        have += len(more)
+    return b"".join(parts)
+
+
 def _no_flush() -> None:
     return None
 
@@ -313,7 +336,7 @@ def _apply_frames(sock: socket.socket, plugin: Any,
         chunk = recv(RECV_BYTES)
         if not chunk:
             break
-        data = rest + chunk if rest else chunk
+        data = _join_frame(rest, chunk, recv) if rest else chunk
         n = len(data)
         pos = 0
         while pos + _HEAD_SIZE <= n:
