@@ -298,3 +298,26 @@ def test_worker_large_rows_and_many_frames(tmp_path: Path) -> None:
     assert len(lines) == 5000 + 4
     assert lines[5001].endswith(b"id[integer]:4999 t[text]:'" + b"r" * (4999 % 100) + b"'")
     assert lines[5002] == b"0/1002\t703\t" + (b"x\\t" * 6172) + b"x"
+
+
+def test_cli_corrupt_wal_same_error_and_rows_either_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The decode fails mid-way: the worker still writes every row sent before, so the
+    output and the error are the ones without it."""
+    from test_crc_worker import _corrupt_basic  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(TestDecoding, "COMPILE_AFTER", 0)
+    started = _spy(monkeypatch)
+    d, wal, lsn = _corrupt_basic(tmp_path)
+    results = []
+    for mode in ("on", "off"):
+        out = tmp_path / f"out_{mode}.tsv"
+        argv = _argv(d, out, mode)
+        argv[1] = str(wal)
+        rc = main(argv)
+        results.append((rc, capsys.readouterr().err, out.read_bytes()))
+    assert results[0] == results[1]
+    rc, err, rows = results[0]
+    assert rc == 1 and "checksum" in err and rows.count(b"\n") > 0
+    assert len(started) == 1
