@@ -51,11 +51,9 @@ INVARIANTS
 from __future__ import annotations
 
 import os
-import pickle
 import signal
-import socket
 import struct
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 from ..errors import PglogicalError
 from ..logical.logical import (
@@ -65,6 +63,12 @@ from ..logical.logical import (
     OFFLOAD_UPDATE,
     OFFLOAD_UPDATE_OLD,
 )
+
+if TYPE_CHECKING:
+    import socket
+
+# pickle and socket are imported when a worker is made: every decode imports this
+# module to decide whether it wants one (tests/test_startup.py keeps decodes lean)
 
 #: frame kinds (the low 3 bits of a frame's code): a printed row, a relation's
 #: definition, and the row kinds of logical.py's row-offload protocol
@@ -119,6 +123,8 @@ def wanted(mode: str, span: int = 1 << 62) -> bool:
 
 def _widen(sock: socket.socket, option: int) -> None:
     """Ask for ``SOCKET_BUFFER`` bytes of socket buffer (what the system allows)."""
+    import socket
+
     try:
         sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
     except OSError:
@@ -161,6 +167,8 @@ class FormatWorker:
 
     def define(self, spec: Any) -> int:
         """Send a relation's printer spec; its code (add a kind to it for a row)."""
+        import pickle
+
         code = self._next_code
         self._next_code += 1 << 3
         data = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
@@ -172,6 +180,9 @@ class FormatWorker:
         """Fork the child: it prints with ``plugin`` into ``out`` through the sink
         ``make_sink`` builds.  Nothing may be written to ``out`` by this process
         afterwards."""
+        import pickle  # noqa: F401 - before the fork: the child pickles its result
+        import socket
+
         out.flush()
         parent, child = socket.socketpair()
         _widen(parent, socket.SO_SNDBUF)
@@ -203,6 +214,8 @@ class FormatWorker:
             self._closed = True
             return
         self._closed = True
+        import socket
+
         try:
             if self._buf:
                 self._send()
@@ -225,6 +238,9 @@ class FormatWorker:
 
     def _raise_child_error(self) -> None:
         """Read the child's result (waiting for its end); raise its error if any."""
+        import pickle
+        import socket
+
         sock = self.sock
         assert sock is not None
         try:
@@ -274,6 +290,8 @@ def _child_main(sock: socket.socket, out: BinaryIO, plugin: Any,
                 make_sink: SinkFactory) -> None:  # pragma: no cover - runs in the child
     """The child: print and write every frame received until the socket ends, then
     say ``ok`` (or ``E`` + the pickled error) and exit."""
+    import pickle
+
     flush: Callable[[], None] = _no_flush
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides
@@ -327,6 +345,8 @@ def _no_flush() -> None:
 def _apply_frames(sock: socket.socket, plugin: Any,
                   sink: Callable[[int, int, bytes], None]) -> None:  # pragma: no cover
     """Frames in, rows out, in order (see NOTES for the frames)."""
+    import pickle
+
     rels: Dict[int, Any] = {}
     recv = sock.recv
     unpack = _HEAD.unpack_from
