@@ -90,13 +90,14 @@ def worker_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def wanted(mode: str, span: int = 1 << 62) -> bool:
+def wanted(mode: str, span: int = 1 << 62, min_bytes: Optional[int] = None) -> bool:
     """Whether ``--crc-worker MODE`` starts a worker here: ``on``, or ``auto`` with
-    ``fork``, a second CPU and ``span`` (bytes of WAL to read) of AUTO_MIN_BYTES or
-    more."""
+    ``fork``, a second CPU and ``span`` (bytes of WAL to read) of ``min_bytes``
+    (default AUTO_MIN_BYTES) or more.  The format worker decides the same way."""
     if mode == "off" or not hasattr(os, "fork"):
         return False
-    return mode == "on" or (worker_cpus() >= 2 and span >= AUTO_MIN_BYTES)
+    least = AUTO_MIN_BYTES if min_bytes is None else min_bytes
+    return mode == "on" or (worker_cpus() >= 2 and span >= least)
 
 
 def wal_span(wal: Sequence[str], start_lsn: int, end_lsn: int = 0) -> int:

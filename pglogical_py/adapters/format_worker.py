@@ -113,12 +113,10 @@ class FormatWorkerError(PglogicalError):
 def wanted(mode: str, span: int = 1 << 62) -> bool:
     """Whether ``--format-worker MODE`` starts a worker here: ``on``, or ``auto`` with
     ``fork``, a second CPU and ``span`` (bytes of WAL to read) of AUTO_MIN_BYTES or
-    more."""
-    from .crc_worker import worker_cpus
+    more (``crc_worker.wanted``'s rule)."""
+    from . import crc_worker
 
-    if mode == "off" or not hasattr(os, "fork"):
-        return False
-    return mode == "on" or (worker_cpus() >= 2 and span >= AUTO_MIN_BYTES)
+    return crc_worker.wanted(mode, span, AUTO_MIN_BYTES)
 
 
 def _widen(sock: socket.socket, option: int) -> None:

@@ -496,7 +496,7 @@ class TestDecoding:
             return self._offload_lane(ctx, relation, fast, offload)
         ins, upd, upd_old, dele = fast.ins, fast.upd, fast.upd_old, fast.dele
         new, old = fast.new, fast.old
-        skip_empty, include_xids = self.skip_empty_xacts, self.include_xids
+        first_row = self._lane_first_row
 
         def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
             if (ctx.cache_epoch != epoch
@@ -527,15 +527,20 @@ class TestDecoding:
                     return False
             except _MALFORMED:
                 return False
-            txndata = txn.output_plugin_private
-            if not txndata.xact_wrote_changes:
-                if skip_empty:  # pg_output_begin, lazily
-                    sink(change.lsn, txn.xid, b"BEGIN %d" % txn.xid if include_xids else b"BEGIN")
-                txndata.xact_wrote_changes = True
+            if not txn.output_plugin_private.xact_wrote_changes:
+                first_row(txn, change.lsn, sink)
             sink(change.lsn, txn.xid, data)
             return True
 
         return lane
+
+    def _lane_first_row(self, txn: ReorderBufferTXN, lsn: int,
+                        sink: Callable[[int, int, bytes], None]) -> None:
+        """What ``change`` does before a transaction's first row, for the lanes:
+        with skip-empty-xacts BEGIN (pg_output_begin) at the row's LSN."""
+        if self.skip_empty_xacts:
+            sink(lsn, txn.xid, b"BEGIN %d" % txn.xid if self.include_xids else b"BEGIN")
+        txn.output_plugin_private.xact_wrote_changes = True
 
     def _offload_lane(self, ctx: Any, relation: Any, fast: _FastRel, offload: Any
                       ) -> Callable[[ReorderBufferTXN, ReorderBufferChange], bool]:
@@ -553,7 +558,7 @@ class TestDecoding:
         send = offload.send_row
         line = offload.line_sink
         epoch = ctx.cache_epoch
-        skip_empty, include_xids = self.skip_empty_xacts, self.include_xids
+        first_row = self._lane_first_row
 
         def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
             if (ctx.cache_epoch != epoch
@@ -573,11 +578,8 @@ class TestDecoding:
                 return False
             if t is None:
                 return False
-            txndata = txn.output_plugin_private
-            if not txndata.xact_wrote_changes:
-                if skip_empty:  # pg_output_begin, lazily
-                    line(change.lsn, txn.xid, b"BEGIN %d" % txn.xid if include_xids else b"BEGIN")
-                txndata.xact_wrote_changes = True
+            if not txn.output_plugin_private.xact_wrote_changes:
+                first_row(txn, change.lsn, line)
             if kind == k_upd_old:
                 send(k_old, change.lsn, txn.xid, change.oldtuple)
             send(kind, change.lsn, txn.xid, t)
