@@ -73,9 +73,11 @@ class _FakeJit:
 
     def __init__(self) -> None:
         self.params: List[str] = []
+        #: what this stand-in rejects besides ``bogus`` (an older PyPy's option names)
+        self.rejects = "bogus"
 
     def set_param(self, params: str) -> None:
-        if "bogus" in params:
+        if "bogus" in params or self.rejects in params:
             raise ValueError("error in JIT parameters string")
         self.params.append(params)
 
@@ -143,9 +145,16 @@ def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
         _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"})
     assert exc.value.code == 2
     assert "PGLOGICAL_PY_JIT='bogus=1'" in capsys.readouterr().err
+    # a PyPy that does not take our default's enable_opts: the thresholds alone, and
+    # one that takes neither: its own defaults, the command goes on
+    fake_jit.rejects = "enable_opts"
+    assert _runtime.tune_jit({}) == _runtime.JIT_BASE
+    fake_jit.rejects = "threshold"
+    assert _runtime.tune_jit({}) == ""
+    assert fake_jit.params == [_runtime.JIT_PARAMS, "threshold=2000", _runtime.JIT_BASE]
     monkeypatch.setattr(_runtime, "_PYPY", False)
     assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"}) == ""
-    assert len(fake_jit.params) == 2
+    assert len(fake_jit.params) == 3
 
 
 @pytest.mark.skipif(sys.implementation.name != "pypy", reason="PyPy's JIT")

@@ -40,18 +40,25 @@ NOTES
     it interpreting them until they reach its counters' thresholds and tracing them:
     a pgbench decode (W1) ran 0.9-1.05 s warm in one process against 1.7-1.85 s the
     first time.  So the command line lowers three of PyPy's JIT parameters
-    (``JIT_PARAMS``): loops are traced after 500 iterations instead of 1039, functions
+    (``JIT_BASE``): loops are traced after 500 iterations instead of 1039, functions
     after 800 calls instead of 1619, and a guard gets its bridge after 50 failures
     instead of 200.  Whole decodes, PyPy's defaults and these alternating, 12 rounds,
     medians: W1 (pgbench) one process 1.87 -> 1.59 s (user CPU 1.68 -> 1.38 s), with
     the CRC worker 1.90 -> 1.67 s; W2 (bulk inserts) 2.39 -> 1.85 s and 1.89 -> 1.62 s.
     Two decodes at a time on the two cores (both see the same load): W1 0.87x, W2
-    0.88x user CPU over 8 pairs, W3 (DDL) 0.92x.  Also measured
-    (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
+    0.88x user CPU over 8 pairs, W3 (DDL) 0.92x.  And it turns loop unrolling off
+    (``NO_UNROLL``: every trace optimisation PyPy has but ``unroll``, which peels each
+    loop once more to optimise its body against the first iteration): a decode's
+    loops are many and short-lived, and the compile time that peeling costs is not
+    paid back (docs/performance.md, fifteenth pass: W1 1.145 -> 1.030 s, W3 (DDL)
+    2.31-2.66 -> 2.02-2.13 s, W2 1.16 -> 1.145 s, medians of 8 alternating rounds; the
+    supported ``disable_unrolling=0`` gained less, W1 1.080 s).  ``enable_opts`` is
+    documented by PyPy as internal: where it is rejected the thresholds are set alone.
+    Also measured (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
     instructions further but made W2 ~20 % slower (a hot loop's trace aborted as too
     long); lower thresholds again (300 / 500) or higher (2000 / 3000) were worse on W2.
     ``pypyjit.set_param`` applies to the process that decodes (after the re-execution)
-    and so to the CRC worker it forks; ``PGLOGICAL_PY_JIT`` replaces the parameters
+    and so to the CRC and format workers it forks; ``PGLOGICAL_PY_JIT`` replaces the parameters
     (a ``pypyjit.set_param`` string; empty: PyPy's defaults).
 
     ``PGLOGICAL_PY_NO_TUNING=1`` turns the re-execution off (for benchmarks that show
@@ -60,7 +67,8 @@ NOTES
 INVARIANTS
     * At most one re-execution: the child's environment is already tuned.
     * CPython, and any in-process call of ``cli.main``, are never affected.
-    * The JIT parameters change how soon code is compiled, never what it computes.
+    * The JIT parameters change how soon and how code is compiled, never what it
+      computes.
 """
 
 from __future__ import annotations
@@ -73,8 +81,13 @@ from typing import Dict, List, Mapping, Optional
 NURSERY = "8MB"
 #: the glibc tunable the re-executed command line runs with (see NOTES)
 HUGE_PAGES = "glibc.malloc.hugetlb=1"
-#: the PyPy JIT parameters the command line decodes with (see NOTES for the figures)
-JIT_PARAMS = "threshold=500,function_threshold=800,trace_eagerness=50"
+#: PyPy's JIT thresholds the command line decodes with (see NOTES for the figures)
+JIT_BASE = "threshold=500,function_threshold=800,trace_eagerness=50"
+#: PyPy's trace optimisations, all but loop unrolling (see NOTES)
+NO_UNROLL = "enable_opts=intbounds:rewrite:virtualize:string:pure:earlyforce:heap"
+#: the PyPy JIT parameters the command line decodes with: ``JIT_BASE`` alone where
+#: this PyPy does not accept ``NO_UNROLL``
+JIT_PARAMS = JIT_BASE + "," + NO_UNROLL
 
 
 #: (sys.implementation, not platform: importing platform costs 15 ms on PyPy)
@@ -121,20 +134,31 @@ def jit_params(environ: Mapping[str, str]) -> str:
 
 
 def tune_jit(environ: Mapping[str, str]) -> str:
-    """Set ``jit_params(environ)`` on PyPy's JIT (returns what was set).  A string the
-    JIT rejects ends the command (exit status 2) with an error naming the variable."""
+    """Set ``jit_params(environ)`` on PyPy's JIT (returns what was set).  A
+    ``PGLOGICAL_PY_JIT`` the JIT rejects ends the command (exit status 2) with an error
+    naming the variable; our own default falls back to ``JIT_BASE``, then to PyPy's
+    defaults (``enable_opts`` is an internal option a PyPy may name differently)."""
     params = jit_params(environ)
-    if params:
-        import pypyjit  # type: ignore[import-not-found]
+    if not params:
+        return params
+    import pypyjit  # type: ignore[import-not-found]
 
-        try:
-            pypyjit.set_param(params)
-        except Exception as err:  # pypyjit raises ValueError (or TypeError) for bad keys
-            sys.stderr.write(
-                f"pglogical-py: error: PGLOGICAL_PY_JIT={params!r}: not PyPy JIT "
-                f"parameters ({err})\n"
-            )
-            raise SystemExit(2) from None
+    if "PGLOGICAL_PY_JIT" not in environ:
+        for candidate in (params, JIT_BASE):
+            try:
+                pypyjit.set_param(candidate)
+                return candidate
+            except Exception:  # noqa: BLE001 - not this PyPy's: the next, or none
+                continue
+        return ""
+    try:
+        pypyjit.set_param(params)
+    except Exception as err:  # pypyjit raises ValueError (or TypeError) for bad keys
+        sys.stderr.write(
+            f"pglogical-py: error: PGLOGICAL_PY_JIT={params!r}: not PyPy JIT "
+            f"parameters ({err})\n"
+        )
+        raise SystemExit(2) from None
     return params
 
 
