@@ -169,7 +169,8 @@ def _tuple(i: int, text: bytes) -> bytes:
     return struct.pack("<HHB", 2, 0, 24) + b"\0" + data
 
 
-def _started(tmp_path: Path) -> Tuple[FormatWorker, TestDecoding, int, Path]:
+def _started(tmp_path: Path, locate: Any = None
+             ) -> Tuple[FormatWorker, TestDecoding, int, Path]:
     plugin = TestDecoding()
     rel = _relation()
     plugin._catalog = _FormatCatalog()
@@ -178,7 +179,7 @@ def _started(tmp_path: Path) -> Tuple[FormatWorker, TestDecoding, int, Path]:
 
     fast = _FastRel(head + b" INSERT:", head + b" UPDATE:", head + b" UPDATE: old-key:",
                     head + b" DELETE:", lambda t: b"", lambda t: b"")
-    worker = FormatWorker()
+    worker = FormatWorker(locate=locate)
     code = worker.define(plugin.offload_spec(rel, fast))
     out = tmp_path / "rows.tsv"
     f = open(out, "wb")
@@ -222,7 +223,13 @@ def test_worker_prints_rows_in_order(tmp_path: Path) -> None:
 
 
 def test_worker_malformed_tuple_is_the_general_paths_error(tmp_path: Path) -> None:
-    worker, plugin, code, out = _started(tmp_path)
+    located: List[int] = []
+
+    def locate(lsn: int) -> str:
+        located.append(lsn)
+        return "000000010000000000000042"
+
+    worker, plugin, code, out = _started(tmp_path, locate)
     good = _tuple(7, b"seven")
     bad = good[:-3] + b"\xff"  # the varlena claims more bytes than there are
     for i in range(5):
@@ -239,6 +246,9 @@ def test_worker_malformed_tuple_is_the_general_paths_error(tmp_path: Path) -> No
         deform_wal_tuple(_relation().tupdesc, bad)
     assert info.value.message == direct.value.message
     assert info.value.lsn == 0x2000 and info.value.xid == 701
+    # named by the decoding process: the WAL file holding that LSN
+    assert info.value.file == "000000010000000000000042" and located == [0x2000]
+    assert "file 000000010000000000000042" in str(info.value)
     # the rows before it were written, nothing after
     assert out.read_bytes().count(b"\n") == 5 and b"COMMIT" not in out.read_bytes()
 
@@ -321,3 +331,15 @@ def test_cli_corrupt_wal_same_error_and_rows_either_way(
     rc, err, rows = results[0]
     assert rc == 1 and "checksum" in err and rows.count(b"\n") > 0
     assert len(started) == 1
+
+
+def test_segment_name_of_names_the_file_holding_an_lsn(tmp_path: Path) -> None:
+    from pglogical_py.adapters.files import iter_segments, segment_name_of
+    from pglogical_py.wal.xlogreader import XLogReader
+
+    wal = _basic() / "wal"
+    recs = list(XLogReader(iter_segments(str(wal))))
+    for rec in (recs[0], recs[len(recs) // 2], recs[-1]):
+        assert segment_name_of(str(wal), rec.lsn) == rec.segment
+    assert segment_name_of(str(wal), recs[-1].lsn + (1 << 34)) is None
+    assert segment_name_of(str(tmp_path / "missing"), recs[0].lsn) is None

@@ -38,7 +38,7 @@ import os
 import struct
 from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..errors import DecompressionError, NotWalError, UsageError, WalError
+from ..errors import DecompressionError, NotWalError, PglogicalError, UsageError, WalError
 from ..wal.xlogreader import parse_wal_file_name
 
 __all__ = ["iter_segments", "find_segment_files", "SegmentFile", "read_segment"]
@@ -245,6 +245,24 @@ def _segment_size_of(f: SegmentFile) -> int:
         # leave the detailed diagnosis to the reader; read everything
         return 0
     return int(seg_size)
+
+
+def segment_name_of(paths_or_dir: Union[PathLike, Sequence[PathLike]], lsn: int
+                    ) -> Optional[str]:
+    """The name of the WAL file in ``paths_or_dir`` holding ``lsn`` (XLByteToSeg), or
+    None when none does or the files cannot tell (for naming a position in an error
+    raised without its file)."""
+    try:
+        files = find_segment_files(paths_or_dir)
+        seg_size = _segment_size_of(files[0]) if files else 0
+    except (PglogicalError, OSError):
+        return None
+    if not seg_size:
+        return None
+    for f in files:
+        if f.segno(seg_size) == lsn // seg_size:
+            return f.name
+    return None
 
 
 def iter_segments(

@@ -36,9 +36,10 @@ NOTES
     the child ends; the decoding process raises it at its next send or at ``close``,
     in preference to an error of its own (the child's comes earlier in the output).
     Rows before the failing one are in the output either way, as without the
-    worker.  The child ends with ``os._exit``: no ``atexit`` handler, ``finally`` of
-    the parent's frames (the spill directory's removal) or buffered write of the
-    parent runs in it.
+    worker.  An error with an LSN and no file is given the WAL file holding that LSN
+    (``locate``, from the command line's WAL list).  The child ends with
+    ``os._exit``: no ``atexit`` handler, ``finally`` of the parent's frames (the spill
+    directory's removal) or buffered write of the parent runs in it.
 
 INVARIANTS
     The output's bytes are the ones the decoding process would write itself: the
@@ -136,7 +137,10 @@ class FormatWorker:
     plugin reads ``line_sink`` to tell whether rows still reach this worker (a
     context whose sink was wrapped, e.g. to count rows, is not offloaded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, locate: Optional[Callable[[int], Optional[str]]] = None) -> None:
+        #: the WAL file holding an LSN: names it in a child's error that has an LSN
+        #: only (the child does not know the files)
+        self.locate = locate
         self.pid = 0
         self.sock: Optional[socket.socket] = None
         self._buf = bytearray()
@@ -265,6 +269,10 @@ class FormatWorker:
                 err = pickle.loads(result[1:])
             except Exception:  # noqa: BLE001 - reported below as what it is
                 err = None
+            if isinstance(err, PglogicalError) and err.file is None and err.lsn is not None:
+                name = self.locate(err.lsn) if self.locate is not None else None
+                if name is not None:
+                    raise type(err)(err.message, lsn=err.lsn, file=name, xid=err.xid)
             if isinstance(err, BaseException):
                 raise err
         raise FormatWorkerError(f"the format worker ended with status {status} before "

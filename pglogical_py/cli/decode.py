@@ -706,7 +706,10 @@ def _format_worker(args: argparse.Namespace, setup: DecodeSetup) -> Any:
         span = wal_span(args.wal, setup.slot.restart_lsn, setup.end_lsn)
         if not format_worker.wanted(mode, span):
             return None
-    return format_worker.FormatWorker()
+    from ..adapters.files import segment_name_of
+
+    wal = list(args.wal)
+    return format_worker.FormatWorker(locate=lambda lsn: segment_name_of(wal, lsn))
 
 
 def _open_output(path: Optional[str]) -> BinaryIO:
