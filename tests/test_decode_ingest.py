@@ -151,13 +151,13 @@ def test_upto_lsn_stops_after_the_record_reaching_it() -> None:
 @pytest.mark.skipif(not os.path.isdir(_wal("basic")), reason="no fixture")
 def test_fast_handler_sees_the_record_in_place_and_errors_name_it() -> None:
     every = _records(_wal("basic"))
-    seen: List[Tuple[int, bytes, int, bytes]] = []
+    seen: List[Tuple[int, bytes, int, bytes, int]] = []
 
     def handler(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
-                lsn: int) -> bool:
+                lsn: int, end_lsn: int) -> bool:
         tot_len = int.from_bytes(d[o : o + 4], "little")
         seen.append((lsn, bytes(d[o : o + tot_len]), xid,
-                     bytes(d[o + main_off : o + main_off + main_len])))
+                     bytes(d[o + main_off : o + main_off + main_len]), end_lsn))
         return True
 
     fast: List[Any] = [handler] * len(SKIP_TABLE)
@@ -166,9 +166,9 @@ def test_fast_handler_sees_the_record_in_place_and_errors_name_it() -> None:
         none, lambda x, lsn: None, 0, fast))
     assert seen
     by_lsn = {r.lsn: r for r in every}
-    for lsn, raw, xid, main in seen:
+    for lsn, raw, xid, main, end_lsn in seen:
         ref = by_lsn[lsn]
-        assert (raw, xid, main) == (ref.raw, ref.xid, ref.main_data)
+        assert (raw, xid, main, end_lsn) == (ref.raw, ref.xid, ref.main_data, ref.end_lsn)
         assert not ref.toplevel_xid and not ref.origin
         assert all(not b.has_image for b in ref.blocks)
     # what the handler took is not yielded; everything else is
@@ -193,7 +193,7 @@ def test_handled_record_counts_as_reporting_its_xid(workload: str) -> None:
     handled: List[int] = []
 
     def handler(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
-                lsn: int) -> bool:
+                lsn: int, end_lsn: int) -> bool:
         handled.append(lsn)
         return True
 
@@ -218,3 +218,30 @@ def test_handled_record_counts_as_reporting_its_xid(workload: str) -> None:
             last = 0
     assert handled and calls == expected_calls
     assert len(got) + len(handled) < len(every)
+
+
+@pytest.mark.skipif(not SOME_CASES, reason="no fixtures")
+@pytest.mark.parametrize("wdir,sub,optionset", _matrix.params(
+    SOME_CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in SOME_CASES],
+    fixture=lambda c: os.path.basename(c[0]), option=lambda c: _matrix.major_of(c[0]),
+    cost=lambda c: _matrix.wal_cost(c[0])))
+def test_commits_decoded_in_the_reader_give_postgres_output(
+    wdir: str, sub: str, optionset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``xact_fast`` takes plain commits in the reader (no record object) and the
+    output is still PostgreSQL's; the commits it declines come back as records."""
+    from pglogical_py.logical.decode import LogicalDecoder
+
+    original = LogicalDecoder.xact_fast
+    outcomes: List[bool] = []
+
+    def counting(self: Any, *args: Any) -> bool:
+        took = original(self, *args)
+        outcomes.append(took)
+        return took
+
+    monkeypatch.setattr(LogicalDecoder, "xact_fast", counting)
+    path = os.path.join(wdir, sub, optionset + ".tsv")
+    expected = _read_expected(path if os.path.exists(path) else path + ".gz")
+    assert decode_fixture(wdir, sub, optionset) == expected
+    assert True in outcomes, "no commit was decoded in the reader"

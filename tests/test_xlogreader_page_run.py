@@ -53,11 +53,11 @@ def _run(segs: List[Tuple[str, bytes]], page_run: bool, upto: int = 0,
         events.append(("xid", xid, lsn))
 
     def handler(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
-                lsn: int) -> bool:
+                lsn: int, end_lsn: int) -> bool:
         offered[0] += 1
         tot_len = int.from_bytes(d[o:o + 4], "little")
         taken = offered[0] % declines != 0
-        events.append(("fast", lsn, info, main_off, main_len, xid,
+        events.append(("fast", lsn, end_lsn, info, main_off, main_len, xid,
                        bytes(d[o:o + tot_len]), taken))
         return taken
 
@@ -170,7 +170,7 @@ def test_handler_error_names_the_record(monkeypatch: Any) -> None:
     seen: List[int] = []
 
     def failing(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
-                lsn: int) -> bool:
+                lsn: int, end_lsn: int) -> bool:
         seen.append(lsn)
         if len(seen) == 3:
             raise DecodingError("handler failed")

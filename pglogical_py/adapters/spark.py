@@ -343,9 +343,11 @@ def _read(partition: WalPartition) -> Iterator[Any]:
                              "textual data (set option binary=true)")
         limit = opts.batch_rows
         # LogicalDecodingContext.decode's loop over an XLogReader, with a batch yielded
-        # whenever one is full (the sink is called from inside the decode)
+        # whenever one is full (the sink is called from inside the decode): commits
+        # come back as records (not decoded in the reader), so that a batch is
+        # yielded after the commit that filled it
         for record in reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
-                                           setup.end_lsn, ctx.decoder.fast_table()):
+                                           setup.end_lsn, ctx.decoder.fast_table(False)):
             ctx.process_record(record)
             if len(lsns) >= limit:
                 yield batch()

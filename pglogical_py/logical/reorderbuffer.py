@@ -541,7 +541,14 @@ class ReorderBuffer:
         if xid != InvalidTransactionId:
             if xid == self.by_txn_last_xid and self.by_txn_last_txn is not None:
                 return
-            self.txn_by_xid(xid, True, lsn, True)
+            # txn_by_xid's look-up inlined (xids interleave: most records miss the
+            # last-xid cache); creation goes through it
+            txn = self.by_txn.get(xid)
+            if txn is None:
+                self.txn_by_xid(xid, True, lsn, True)
+                return
+            self.by_txn_last_xid = xid
+            self.by_txn_last_txn = txn
 
     # ------------------------------------------------------------------------------
     # queueing
@@ -899,16 +906,15 @@ class ReorderBuffer:
         txn.xact_time = commit_time
         txn.origin_id = origin_id
         txn.origin_lsn = origin_lsn
-        if txn.is_streamed:
+        if txn.txn_flags & RBTXN_IS_STREAMED:
             self.stream_commit(txn)
             return
-        if txn.base_snapshot is not None:
-            self._count_total(txn)
         if txn.base_snapshot is None:
             # no change that needed decoding: nothing to send
-            if not txn.is_prepared:
+            if not txn.txn_flags & RBTXN_IS_PREPARED:
                 self.cleanup_txn(txn)
             return
+        self._count_total(txn)
         self.process_txn(txn, commit_lsn)
 
     def abort(self, xid: int, lsn: int, abort_time: int) -> None:
@@ -968,29 +974,39 @@ class ReorderBuffer:
 
     @not_inlined
     def _cleanup_one(self, txn: ReorderBufferTXN, detach: bool) -> None:
+        xid = txn.xid
         if detach:
-            if txn.is_known_subxact:
+            if txn.txn_flags & RBTXN_IS_SUBXACT:
                 assert txn.toptxn is not None
                 try:
                     txn.toptxn.subtxns.remove(txn)
                 except ValueError:
                     pass
             else:
-                self.toplevel_by_lsn.pop(txn.xid, None)
-        self.by_txn.pop(txn.xid, None)
-        self._spilled_bytes.pop(txn.xid, None)
-        if self.by_txn_last_xid == txn.xid:
+                self.toplevel_by_lsn.pop(xid, None)
+        self.by_txn.pop(xid, None)
+        if self._spilled_bytes:
+            self._spilled_bytes.pop(xid, None)
+        if self.by_txn_last_xid == xid:
             self.by_txn_last_xid = InvalidTransactionId
             self.by_txn_last_txn = None
-        self._mem_release(txn)
+        if txn.size:
+            self._mem_release(txn)
         if txn.txn_flags & RBTXN_IS_SERIALIZED:
-            self.spill_store.discard(txn.xid)
-        txn.changes = ChangeQueue()
+            self.spill_store.discard(xid)
+        # the txn object may outlive its cleanup (a plugin or a caller holding it):
+        # what it held is let go; what is already empty is left as it is
+        if txn.changes.n:
+            txn.changes = ChangeQueue()
         txn.toast_hash = None
-        txn.tuplecids = []
-        txn.inval_relids = []
-        txn.inval_catcache = []
-        txn.distr_invals = []
+        if txn.tuplecids:
+            txn.tuplecids = []
+        if txn.inval_relids:
+            txn.inval_relids = []
+        if txn.inval_catcache:
+            txn.inval_catcache = []
+        if txn.distr_invals is None or txn.distr_invals:
+            txn.distr_invals = []
         txn.ndistr_invals = 0
 
     def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
@@ -1489,7 +1505,7 @@ class ReorderBuffer:
         (ConcurrentAbort): the changes from there on are not sent, PREPARE is
         (ReorderBufferPrepare's ``concurrent_abort`` case).
         """
-        prepared = txn.is_prepared
+        prepared = (txn.txn_flags & RBTXN_IS_PREPARED) != 0
         if prepared:
             self.cb_begin_prepare(txn)
         else:
@@ -1570,9 +1586,15 @@ class ReorderBuffer:
             rel_cache = shared[1]
         else:
             self._route_shared = None if token is None else (token, rel_cache)
-        changes = self._iter_txn_check_xid(txn) if prepared else self.iter_txn(txn)
         if stream is not None:
             changes = stream
+        elif prepared:
+            changes = self._iter_txn_check_xid(txn)
+        elif not txn.subtxns and not txn.txn_flags & RBTXN_IS_SERIALIZED:
+            # iter_txn of a transaction alone in memory: its queue's own iterator
+            changes = iter(txn.changes)
+        else:
+            changes = self.iter_txn(txn)
         try:
             for change in changes:
                 assert prev_lsn <= change.lsn, "replay went backwards"

@@ -450,6 +450,12 @@ class SnapBuild:
     ) -> None:
         """SnapBuildCommitTxn: account for a commit in the snapshot being built."""
         state = self.state
+        if state == _CONSISTENT and not subxacts and not self._xid_has_catalog_changes(xid,
+                                                                                         xinfo):
+            # the common case, the general steps below taken in one: nothing to add
+            # to the snapshot, whose committed list is no longer complete
+            self.committed_includes_all_transactions = False
+            return
         if state == SnapBuildState.START or (
             state == SnapBuildState.BUILDING_SNAPSHOT and xid_precedes(xid, self.next_phase_at)
         ):

@@ -238,8 +238,8 @@ _RLOC_BLK = struct.Struct("<IIII")  # spcOid, dbOid, relNumber, blkno
 _BLK0 = struct.Struct("<BHIIII")  # fork_flags, data_length, RelFileLocator, blkno
 
 #: iter_decoding's per-record-type handler:
-#: ``fn(data, off, info, main_off, main_len, xid, lsn) -> handled``
-FastHandler = Callable[[bytes, int, int, int, int, int, int], bool]
+#: ``fn(data, off, info, main_off, main_len, xid, lsn, end_lsn) -> handled``
+FastHandler = Callable[[bytes, int, int, int, int, int, int, int], bool]
 
 _WAL_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
 
@@ -414,7 +414,7 @@ def _page_run(
                 if xid and xid != last_xid:
                     on_xid(xid, lsn)
                     last_xid = xid
-            elif fn(buf, off, info, main_off, main_len, xid, lsn):
+            elif fn(buf, off, info, main_off, main_len, xid, lsn, base + nxt):
                 last_xid = xid
             else:
                 declined = True
@@ -1179,9 +1179,10 @@ class XLogReader:
 
         ``fast[(rmid << 4) | (info >> 4)]``, when given and not None, is called for a
         record of one of the two commonest shapes (no origin, no top-level xid) as
-        ``fn(data, off, info, main_off, main_len, xid, lsn)``, the record lying at
-        ``data[off:off + tot_len]`` (the segment buffer: no copy is made) and its main
-        data at ``off + main_off``; when it returns True it has decoded the record and
+        ``fn(data, off, info, main_off, main_len, xid, lsn, end_lsn)``, the record
+        lying at ``data[off:off + tot_len]`` (the segment buffer, or the reassembled
+        copy of a record crossing a page: no copy is made), its main data at
+        ``off + main_off``, ``end_lsn`` the LSN after it (EndRecPtr); when it returns True it has decoded the record and
         nothing is yielded, otherwise the record is yielded as usual; a handler
         returning True must have done ``on_xid``'s work for the record's xid (so
         skipped records of that xid right after it do not report it again).  A
@@ -1575,7 +1576,8 @@ class XLogReader:
                     last_xid = 0
                     if fast_fn is not None:
                         try:
-                            done = fast_fn(d, o, info, main_off, main_len, xid, rec_ptr)
+                            done = fast_fn(d, o, info, main_off, main_len, xid, rec_ptr,
+                                           next_ptr)
                         except DecodingError as err:
                             if err.lsn is not None:
                                 raise
