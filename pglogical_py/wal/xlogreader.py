@@ -1182,8 +1182,9 @@ class XLogReader:
         ``fn(data, off, info, main_off, main_len, xid, lsn, end_lsn)``, the record
         lying at ``data[off:off + tot_len]`` (the segment buffer, or the reassembled
         copy of a record crossing a page: no copy is made), its main data at
-        ``off + main_off``, ``end_lsn`` the LSN after it (EndRecPtr); when it returns True it has decoded the record and
-        nothing is yielded, otherwise the record is yielded as usual; a handler
+        ``off + main_off``, ``end_lsn`` the LSN after it (EndRecPtr); when it returns
+        True it has decoded the record and nothing is yielded, otherwise the record is
+        yielded as usual; a handler
         returning True must have done ``on_xid``'s work for the record's xid (so
         skipped records of that xid right after it do not report it again).  A
         ``DecodingError`` it raises without an LSN gets the record's LSN and file.
