@@ -230,8 +230,11 @@ def test_commits_decoded_in_the_reader_give_postgres_output(
 ) -> None:
     """``xact_fast`` takes plain commits in the reader (no record object) and the
     output is still PostgreSQL's; the commits it declines come back as records."""
+    from pglogical_py.logical import decode as decode_mod
     from pglogical_py.logical.decode import LogicalDecoder
 
+    # (PyPy's default is off: taken here on either interpreter)
+    monkeypatch.setattr(decode_mod, "COMMITS_IN_READER", True)
     original = LogicalDecoder.xact_fast
     outcomes: List[bool] = []
 
