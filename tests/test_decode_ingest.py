@@ -149,8 +149,9 @@ def test_upto_lsn_stops_after_the_record_reaching_it() -> None:
 
 
 @pytest.mark.skipif(not os.path.isdir(_wal("basic")), reason="no fixture")
-def test_fast_handler_sees_the_record_in_place_and_errors_name_it() -> None:
-    every = _records(_wal("basic"))
+@pytest.mark.parametrize("workload", ["basic", "spill"])
+def test_fast_handler_sees_the_record_in_place_and_errors_name_it(workload: str) -> None:
+    every = _records(_wal(workload))
     seen: List[Tuple[int, bytes, int, bytes, int]] = []
 
     def handler(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
@@ -162,22 +163,27 @@ def test_fast_handler_sees_the_record_in_place_and_errors_name_it() -> None:
 
     fast: List[Any] = [handler] * len(SKIP_TABLE)
     none = bytes(len(SKIP_TABLE))
-    got = list(XLogReader(iter_segments(_wal("basic"))).iter_decoding(
+    got = list(XLogReader(iter_segments(_wal(workload))).iter_decoding(
         none, lambda x, lsn: None, 0, fast))
     assert seen
     by_lsn = {r.lsn: r for r in every}
+    shapes = set()
     for lsn, raw, xid, main, end_lsn in seen:
         ref = by_lsn[lsn]
         assert (raw, xid, main, end_lsn) == (ref.raw, ref.xid, ref.main_data, ref.end_lsn)
         assert not ref.toplevel_xid and not ref.origin
         assert all(not b.has_image for b in ref.blocks)
+        shapes.add(tuple((b.block_id, b.data_len > 0) for b in ref.blocks))
+    if workload == "spill":
+        # the third shape: a heap UPDATE to another page (block #1: no data)
+        assert ((0, True), (1, False)) in shapes
     # what the handler took is not yielded; everything else is
     assert sorted([r.lsn for r in got] + [s[0] for s in seen]) == [r.lsn for r in every]
 
     def failing(*args: Any) -> bool:
         raise DecodingError("boom")
 
-    reader = XLogReader(iter_segments(_wal("basic")))
+    reader = XLogReader(iter_segments(_wal(workload)))
     with pytest.raises(DecodingError) as info:
         list(reader.iter_decoding(none, lambda x, lsn: None, 0, [failing] * len(SKIP_TABLE)))
     assert info.value.lsn == seen[0][0]
@@ -248,3 +254,33 @@ def test_commits_decoded_in_the_reader_give_postgres_output(
     expected = _read_expected(path if os.path.exists(path) else path + ".gz")
     assert decode_fixture(wdir, sub, optionset) == expected
     assert True in outcomes, "no commit was decoded in the reader"
+
+
+SPILL_CASES = [c for c in CASES if c[0].endswith(os.path.join("pg15", "spill"))
+               or c[0].endswith(os.path.join("pg18", "spill"))][:2]
+
+
+@pytest.mark.skipif(not SPILL_CASES, reason="no fixtures")
+@pytest.mark.parametrize("wdir,sub,optionset", SPILL_CASES)
+def test_update_to_another_page_decoded_in_place(
+    wdir: str, sub: str, optionset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``heap_fast`` takes the reader's third shape (block #0 with the new tuple, block
+    #1 of the same relation without data: an UPDATE that moved the row) and the
+    output is PostgreSQL's."""
+    from pglogical_py.logical.decode import LogicalDecoder
+
+    original = LogicalDecoder.heap_fast
+    moved: List[int] = []
+
+    def counting(self: Any, d: bytes, o: int, *args: Any) -> bool:
+        took = original(self, d, o, *args)
+        if took and d[o + 24] == 0 and d[o + 44] == 1:
+            moved.append(args[4])
+        return took
+
+    monkeypatch.setattr(LogicalDecoder, "heap_fast", counting)
+    path = os.path.join(wdir, sub, optionset + ".tsv")
+    expected = _read_expected(path if os.path.exists(path) else path + ".gz")
+    assert decode_fixture(wdir, sub, optionset) == expected
+    assert moved, "no UPDATE to another page was decoded in place"

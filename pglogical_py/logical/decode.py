@@ -170,7 +170,8 @@ _truncate = struct.Struct("<IIB")
 _multi_tuple = struct.Struct("<HHHB")
 _message = struct.Struct("<I?3xQQ")
 _prepare = struct.Struct("<IIIIqIiiiiii?xH")
-_rloc = struct.Struct("<III").unpack_from  # RelFileLocator (spcOid, dbOid, relNumber)
+#: block #0's data_length and RelFileLocator (spcOid, dbOid, relNumber), from offset 26
+_blk0_rloc = struct.Struct("<HIII").unpack_from
 _dbinfo = struct.Struct("<II").unpack_from  # xl_xact_dbinfo
 _origin = struct.Struct("<Qq").unpack_from  # xl_xact_origin
 
@@ -661,9 +662,10 @@ class LogicalDecoder:
                   lsn: int, end_lsn: int) -> bool:
         """heap_decode + DecodeInsert / DecodeUpdate / DecodeDelete, read in place.
 
-        For a record of the reader's first fast shape (records.py: block #0 with its
-        RelFileLocator, no image, its data at 46 when there is main data, main data at
-        ``main_off``; no origin, no top-level xid) lying at ``d[o:]`` -- the segment
+        For a record of the reader's block shapes (records.py: block #0 with its
+        RelFileLocator, no image, maybe block #1 of the same relation without data,
+        block #0's data right before the main data at ``main_off``; no origin, no
+        top-level xid) lying at ``d[o:]`` -- the segment
         buffer when the reader calls this from ``iter_decoding``, ``record.raw`` from
         ``heap_decode``.  Returns False, having done nothing, for anything else (the
         other heap types, the other shape, short main data): the caller decodes the
@@ -697,16 +699,16 @@ class LogicalDecoder:
             flags = d[mo + 2]
             if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
                 return True
-            spc, db, rel = _rloc(d, o + 28)
+            dl, spc, db, rel = _blk0_rloc(d, o + 26)
             if db != self.database:
                 return True
-            # no origin block in this shape: InvalidRepOriginId, never filtered
+            # no origin block in these shapes: InvalidRepOriginId, never filtered
             reorder.queue_change(xid, lsn, ReorderBufferChange(
                 CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE
-                else CHANGE_INSERT, 0, 0, spc, db, rel, d[o + 46 : mo]),
+                else CHANGE_INSERT, 0, 0, spc, db, rel, d[mo - dl : mo]),
                 (flags & XLH_INSERT_ON_TOAST_RELATION) != 0)
             return True
-        spc, db, rel = _rloc(d, o + 28)
+        dl, spc, db, rel = _blk0_rloc(d, o + 26)
         if db != self.database:
             return True
         flags = d[mo + 7]
@@ -717,10 +719,10 @@ class LogicalDecoder:
                 d[mo + SizeOfHeapDelete : mo + main_len]
                 if flags & XLH_DELETE_CONTAINS_OLD else None)
         else:
-            # block data (at 46: main data follows) is the new tuple
+            # block #0's data (right before the main data) is the new tuple
             change = ReorderBufferChange(
                 CHANGE_UPDATE, 0, 0, spc, db, rel,
-                d[o + 46 : mo] if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else None,
+                d[mo - dl : mo] if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else None,
                 d[mo + SizeOfHeapUpdate : mo + main_len]
                 if flags & XLH_UPDATE_CONTAINS_OLD else None)
         reorder.queue_change(xid, lsn, change)

@@ -17,9 +17,10 @@ NOTES
     reader found while walking the fragment headers.  Block headers are validated
     eagerly (that is what validates the record's length), and ``origin`` and
     ``toplevel_xid`` are plain fields; the ``BlockRef`` list is built then too,
-    except for the two commonest shapes (only short main data: commits, running
+    except for the three commonest shapes (only short main data: commits, running
     xacts; one block #0 with its RelFileLocator and no image: most heap and btree
-    records), which ``blocks`` builds on first access (the reader's header walk
+    records; that block then block #1 of the same relation with no data: a heap
+    UPDATE to another page), which ``blocks`` builds on first access (the reader's header walk
     then allocates only the record and its ``raw`` slice).  ``main_data``,
     ``BlockRef.data`` and ``BlockRef.image`` are slices taken on access, and the typed
     ``body``, ``record_type`` and ``rmgr_name`` are computed by ``pglogical_py.wal.rmgr``
@@ -27,14 +28,18 @@ NOTES
     ``(major, rmid, info)`` in a module dict (rm_identify depends on nothing else), and
     ``body`` calls ``rmgr.parse_body`` bound once, not through the import check.
 
-    Fast shapes.  A record left with ``_blocks`` None is one of the two shapes above,
-    and its layout is then fixed, which decode.py relies on to read heap records at
-    fixed offsets: either only short main data (``raw[24] == 255``, main data at 26),
-    or (``raw[24] == 0``) block #0's 20-byte header -- fork_flags at 25, data_length
-    at 26, RelFileLocator (spcOid, dbOid, relNumber) at 28, blkno at 40 -- then, when
-    there is main data, ``255, main_len`` at 44 and the block data at 46 (without
-    main data, at 44), and the main data at ``_main_off`` right after the block
-    data.  Neither shape has an image, an origin or a top-level-xid block.
+    Fast shapes.  A record left with ``_blocks`` None is one of the three shapes
+    above, and its layout is then fixed, which decode.py relies on to read heap
+    records at fixed offsets: either only short main data (``raw[24] == 255``, main
+    data at 26), or (``raw[24] == 0``) block #0's 20-byte header -- fork_flags at 25,
+    data_length at 26, RelFileLocator (spcOid, dbOid, relNumber) at 28, blkno at 40 --
+    then, when there is main data, ``255, main_len`` at 44 and the block data at 46
+    (without main data, at 44), and the main data at ``_main_off`` right after the
+    block data; or block #0's header, block #1's 8-byte header at 44 (id 1,
+    BKPBLOCK_SAME_REL, no data, no image; blkno at 48), ``255, main_len`` at 52, block
+    #0's data at 54 and the main data after it.  In every shape block #0's data ends
+    where the main data begins.  No shape has an image, an origin or a top-level-xid
+    block.
 
     Holes in the block-id space.  PostgreSQL keeps ``blocks[0..max_block_id]`` with an
     ``in_use`` flag; here ``blocks`` holds only the references in use, in increasing

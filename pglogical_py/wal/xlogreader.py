@@ -52,7 +52,7 @@ NOTES
     at: for them LogicalDecodingProcessRecord only does ReorderBufferProcessXid.  The
     decoder hands the reader a table of such record types; a record of one is read
     at header cost -- the page and record header checks and the CRC as always, then
-    the shape test of the two commonest shapes (done in place on the segment buffer,
+    the shape test of the commonest shapes (done in place on the segment buffer,
     no slice), which also proves it has no top-level-xid block -- and is not
     yielded: its xid goes to a callback (once per run of such records of one xid).
     A record of another shape -- of these types, most often one carrying full-page
@@ -344,7 +344,7 @@ def _page_run(
 ) -> Tuple[int, int, int, int, bool]:
     """Decoding mode on CPython: the records of one page run, ``buf[off:lim]``, that
     ``_walk`` would skip or hand to a fast handler (XLogDecodeNextRecord +
-    ValidXLogRecordHeader + ValidXLogRecord + the two fast shapes of
+    ValidXLogRecordHeader + ValidXLogRecord + the fast shapes of
     DecodeXLogRecord, for the plain case only).
 
     It stops at anything ``_walk`` must look at itself, having changed nothing
@@ -397,6 +397,12 @@ def _page_run(
                 elif rest > 1 and buf[off + 44] == 255 and buf[off + 45] == rest - 2:
                     main_off = 46 + dl
                     main_len = rest - 2
+                elif (rest > 10 and buf[off + 44] == 1 and buf[off + 45] & 0xB0 == 0x80
+                      and buf[off + 46] == 0 and buf[off + 47] == 0
+                      and buf[off + 52] == 255 and buf[off + 53] == rest - 10):
+                    # the third shape (see _walk)
+                    main_off = 54 + dl
+                    main_len = rest - 10
                 else:
                     break
             else:
@@ -1169,7 +1175,7 @@ class XLogReader:
         ``skip[(rmid << 4) | (info >> 4)]`` non-zero marks a record type whose decoding
         is only ``ReorderBufferProcessXid`` (decode.py builds the table).  Such a record
         is read at near header cost -- header checks, CRC, and the length checks of
-        the two commonest shapes, which also prove it has no top-level-xid block --
+        the commonest shapes, which also prove it has no top-level-xid block --
         and not yielded: ``on_xid(xid, lsn)`` gets its xid instead (once per run of
         skipped records of one xid, when not InvalidTransactionId).  A record of
         another shape is decoded in full first; one that names its top-level xid is
@@ -1178,7 +1184,7 @@ class XLogReader:
         pg_logical_slot_get_changes_guts' loop does.
 
         ``fast[(rmid << 4) | (info >> 4)]``, when given and not None, is called for a
-        record of one of the two commonest shapes (no origin, no top-level xid) as
+        record of one of the commonest shapes (no origin, no top-level xid) as
         ``fn(data, off, info, main_off, main_len, xid, lsn, end_lsn)``, the record
         lying at ``data[off:off + tot_len]`` (the segment buffer, or the reassembled
         copy of a record crossing a page: no copy is made), its main data at
@@ -1482,12 +1488,14 @@ class XLogReader:
                         next_ptr += seg_size - 1
                         next_ptr -= next_ptr % seg_size
                     # ---- DecodeXLogRecord ----------------------------------
-                    # The two commonest shapes (see _decode_record's fast paths, whose
+                    # The commonest shapes (see _decode_record's fast paths, whose
                     # decisions these are), read where the record lies -- the segment
                     # buffer or the reassembled copy -- so that a record skipped in
                     # decoding mode is never sliced: only short main data; one block
                     # #0 with its RelFileLocator and no image, then optional short main
-                    # data.  Neither can hold an origin or a top-level-xid block.
+                    # data; that block, block #1 of the same relation with no data and
+                    # short main data (records.py, "Fast shapes").  None can hold an
+                    # origin or a top-level-xid block.
                     if single:
                         d = buf
                         o = off
@@ -1512,6 +1520,14 @@ class XLogReader:
                                 elif rest > 1 and d[o + 44] == 255 and d[o + 45] == rest - 2:
                                     main_off = 46 + dl
                                     main_len = rest - 2
+                                elif (rest > 10 and d[o + 44] == 1 and d[o + 45] & 0xB0 == 0x80
+                                      and d[o + 46] == 0 and d[o + 47] == 0
+                                      and d[o + 52] == 255 and d[o + 53] == rest - 10):
+                                    # the third shape: then block #1 of the same
+                                    # relation, no data, no image (a heap UPDATE
+                                    # to another page), then short main data
+                                    main_off = 54 + dl
+                                    main_len = rest - 10
                     elif tot_len == SizeOfXLogRecord:
                         main_off = SizeOfXLogRecord
                         main_len = 0
