@@ -688,12 +688,22 @@ class LogicalDecoder:
         if d[o + 24] != 0:  # the other fast shape: main data only
             return False
         reorder = self.reorder
-        if xid != reorder.by_txn_last_xid or reorder.by_txn_last_txn is None:
+        txn = reorder.by_txn_last_txn
+        if xid != reorder.by_txn_last_xid or txn is None:
             # (the txn of the last xid looked up exists: ProcessXid would find it)
             reorder.process_xid(xid, lsn)
+            txn = reorder.by_txn_last_txn if xid == reorder.by_txn_last_xid else None
         builder = self.builder
-        if builder.state < _FULL_SNAPSHOT or not builder.process_change(xid, lsn):
+        state = builder.state
+        if state < _FULL_SNAPSHOT:
             return True
+        if state != _CONSISTENT or txn is None or (
+                txn.toptxn.base_snapshot if txn.toptxn is not None else txn.base_snapshot
+        ) is None:
+            # SnapBuildProcessChange (its common case is the test above: consistent,
+            # and the transaction already has its base snapshot)
+            if not builder.process_change(xid, lsn):
+                return True
         mo = o + main_off
         if op == XLOG_HEAP_INSERT:
             flags = d[mo + 2]
