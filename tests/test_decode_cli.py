@@ -263,3 +263,48 @@ def test_cli_unwritable_output_is_a_clear_error(tmp_path: os.PathLike[str],
                "--slot-state", os.path.join(d, "slot.state"), "-O", out])
     assert rc != 0
     assert "out.tsv" in capsys.readouterr().err
+
+
+_MMAPPED_PROBE = """
+import ctypes, sys
+from pglogical_py.cli import decode
+if sys.argv[1] == "pinned":
+    decode._setup_memory()
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+        "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+segment = bytes(16 << 20)  # what a 16 MB WAL segment's read allocates
+print(libc.mallinfo2().hblkhd)
+"""
+
+
+def _glibc_version() -> Tuple[int, ...]:
+    try:
+        name, _, ver = (os.confstr("CS_GNU_LIBC_VERSION") or "").partition(" ")
+    except (AttributeError, ValueError, OSError):
+        return ()
+    return tuple(int(x) for x in ver.split(".")[:2]) if name == "glibc" else ()
+
+
+@pytest.mark.skipif(_glibc_version() < (2, 33), reason="glibc 2.33+ only (mallinfo2)")
+def test_setup_memory_keeps_a_wal_segment_out_of_mmap() -> None:
+    """``_setup_memory`` pins glibc's mmap threshold above a 16 MB segment: the segment
+    comes from the heap (reused by the next one) instead of its own mapping."""
+    import subprocess
+    import sys
+
+    from pglogical_py.cli.decode import MMAP_THRESHOLD
+
+    assert MMAP_THRESHOLD > (16 << 20)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def mmapped(mode: str) -> int:
+        p = subprocess.run([sys.executable, "-c", _MMAPPED_PROBE, mode], capture_output=True,
+                           text=True, check=True, env={**os.environ, "PYTHONPATH": root})
+        return int(p.stdout.split()[-1])
+
+    assert mmapped("default") >= 16 << 20  # glibc's own threshold: mapped
+    assert mmapped("pinned") < 16 << 20

@@ -41,14 +41,18 @@ NOTES
     ``--restart-lsn``, before decoding starts.
 
     Memory (``_setup_memory``, before anything large is allocated).  With glibc the
-    mmap threshold is pinned at 128 kB: glibc otherwise raises it to the size of every
-    mmapped block freed -- a 16 MB WAL segment -- after which segments and Arrow
-    buffers come from the heap, whose holes are not given back (~15 MB of peak RSS on
-    the 1M-row benchmark).  On PyPy a major collection runs after eviction rounds
-    (``ReorderBuffer.after_evict``) that together released ``COLLECT_AFTER_EVICTED``
-    (32 MB): the evicted change buffers are freed then, while the next ones are filled,
-    not once the heap has grown ~1.8x (PyPy's major collection threshold; ~25 ms per
-    spill of 64 MB).
+    mmap threshold is pinned at ``MMAP_THRESHOLD`` (32 MB): a 16 MB WAL segment then
+    comes from the heap, and the next segment reuses the memory the last one freed
+    instead of mapping fresh pages and faulting every one of them in (W1: page faults
+    110k -> 63k under CPython, 47k -> 30k under PyPy, system time -30 %, wall -4 to -5 %;
+    docs/performance.md, sixteenth pass).  Pinned, because glibc otherwise raises the
+    threshold to the size of every mmapped block freed, without bound.  It was pinned
+    at 128 kB before (every segment mapped and unmapped): the 1M-row benchmark's peak
+    RSS is 8 MB higher under CPython with 32 MB, 1 MB under PyPy.  On PyPy a major
+    collection runs after eviction rounds (``ReorderBuffer.after_evict``) that together
+    released ``COLLECT_AFTER_EVICTED`` (32 MB): the evicted change buffers are freed
+    then, while the next ones are filled, not once the heap has grown ~1.8x (PyPy's
+    major collection threshold; ~25 ms per spill of 64 MB).
 """
 
 from __future__ import annotations
@@ -80,9 +84,9 @@ _CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms 
 #: once).  PyPy: 128, so that most rows die young -- PyPy collects its nursery about
 #: every 330 rows of W2, and a row still referenced then is copied out of it (4096
 #: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256).  CPython: 512,
-#: so that a batch's joined text (~100 kB of W2 rows) stays below the 128 kB mmap
-#: threshold ``_setup_memory`` pins: 4096-row batches were one mmap + munmap + page
-#: faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
+#: so that a batch's joined text stays small (~100 kB of W2 rows): with the 128 kB mmap
+#: threshold ``_setup_memory`` pinned then, 4096-row batches were one mmap + munmap +
+#: page faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
 _BATCH_ROWS = 128 if _CONCAT else 512
 #: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
 #: an LSN whose low half is below 0x1000); filled by the first ``_tsv_sink``
@@ -90,12 +94,17 @@ _HEX3: Tuple[bytes, ...] = ()
 _HEX1: Tuple[bytes, ...] = ()
 
 
+#: glibc's mmap threshold while decoding (see NOTES): above a 16 MB WAL segment's bytes
+#: object, and the largest value glibc takes on 64-bit systems
+MMAP_THRESHOLD = 32 * 1024 * 1024
+
+
 def _setup_memory() -> Callable[[int], None]:
     """Pin glibc's mmap threshold (see NOTES); return what to run after an eviction
     round (PyPy: a major collection)."""
     if _libc_name() == "glibc":
         # M_MMAP_THRESHOLD (-3); setting it also turns glibc's dynamic raise off
-        _mallopt(-3, 128 * 1024)
+        _mallopt(-3, MMAP_THRESHOLD)
     if sys.implementation.name == "pypy":
         import gc
 
