@@ -38,14 +38,16 @@ def _first_case_per_workload() -> List[Tuple[str, str, str]]:
 
 
 SOME_CASES = _first_case_per_workload()
+#: SOME_CASES as test parameters: under PyPy every workload once (pg15 or pg18), both
+#: majors at least once
+SOME_PARAMS = _matrix.params(
+    SOME_CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in SOME_CASES],
+    fixture=lambda c: os.path.basename(c[0]), option=lambda c: _matrix.major_of(c[0]),
+    cost=lambda c: _matrix.wal_cost(c[0]))
 
 
 @pytest.mark.skipif(not SOME_CASES, reason="no fixtures")
-@pytest.mark.parametrize("wdir,sub,optionset", _matrix.params(
-    SOME_CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in SOME_CASES],
-    # under PyPy every workload once (pg15 or pg18), both majors at least once
-    fixture=lambda c: os.path.basename(c[0]), option=lambda c: _matrix.major_of(c[0]),
-    cost=lambda c: _matrix.wal_cost(c[0])))
+@pytest.mark.parametrize("wdir,sub,optionset", SOME_PARAMS)
 def test_general_path_gives_postgres_output_too(
     wdir: str, sub: str, optionset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,10 +229,7 @@ def test_handled_record_counts_as_reporting_its_xid(workload: str) -> None:
 
 
 @pytest.mark.skipif(not SOME_CASES, reason="no fixtures")
-@pytest.mark.parametrize("wdir,sub,optionset", _matrix.params(
-    SOME_CASES, [f"{_matrix.fixture_of(w)}/{s}/{o}" for w, s, o in SOME_CASES],
-    fixture=lambda c: os.path.basename(c[0]), option=lambda c: _matrix.major_of(c[0]),
-    cost=lambda c: _matrix.wal_cost(c[0])))
+@pytest.mark.parametrize("wdir,sub,optionset", SOME_PARAMS)
 def test_commits_decoded_in_the_reader_give_postgres_output(
     wdir: str, sub: str, optionset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
