@@ -56,3 +56,28 @@ def test_truncated_body_is_a_decoding_error_naming_lsn_and_file(
     assert info.value.lsn == rec.lsn
     assert info.value.file == rec.segment
     assert rec.segment in str(info.value)
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="no fixture")
+def test_truncated_commit_in_the_reader_is_a_decoding_error_naming_lsn_and_file() -> None:
+    """A commit decoded in the reader (``xact_fast``) with its main data cut short
+    either declines it (the general path then raises, as above) or raises the same
+    DecodingError, to which the reader adds the record's LSN and file."""
+    catalog = load_catalog(str(FIXTURE / "catalog.json.gz"))
+    ctx = LogicalDecodingContext(TestDecoding(), catalog, database=catalog.database_oid)
+    decoder = ctx.decoder
+    for rec in XLogReader(iter_segments([str(FIXTURE / "wal")])):
+        if (rec.rmgr_name, rec.record_type) == ("Transaction", "COMMIT") and (
+            decoder.builder.state == SnapBuildState.CONSISTENT and rec.info & 0x80
+        ):
+            break
+        decoder.process_record(rec)
+    else:
+        pytest.fail("no COMMIT with xinfo after the consistent point")
+    raw, off = rec.raw, rec._main_off
+    # too short for xl_xact_commit + xinfo: declined, nothing done
+    assert not decoder.xact_fast(raw, 0, rec.info, off, 3, rec.xid, rec.lsn, rec.end_lsn)
+    # xinfo present, the rest cut short: the parse fails as the general path's does
+    with pytest.raises(DecodingError, match="malformed transaction record") as info:
+        decoder.xact_fast(raw, 0, rec.info, off, 13, rec.xid, rec.lsn, rec.end_lsn)
+    assert info.value.lsn is None  # the reader names the record (test_decode_ingest)
