@@ -665,12 +665,12 @@ class LogicalDecoder:
         For a record of the reader's block shapes (records.py: block #0 with its
         RelFileLocator, no image, maybe block #1 of the same relation without data,
         block #0's data right before the main data at ``main_off``; no origin, no
-        top-level xid) lying at ``d[o:]`` -- the segment buffer when the reader calls
-        this from ``iter_decoding``, ``record.raw`` from ``heap_decode``.  Returns
-        False, having done nothing, for anything else (the other heap types, the other
-        shape, short main data): the caller decodes the record in full.  Same decisions, same order as the general path below; when
-        it returns True it has done ReorderBufferProcessXid for ``xid`` (the reader's
-        contract for fast handlers).
+        top-level xid) lying at ``d[o:]`` -- the segment buffer when the reader calls this
+        from ``iter_decoding``, ``record.raw`` from ``heap_decode``. Returns False,
+        having done nothing, for anything else (the other heap types, the other shape,
+        short main data): the caller decodes the record in full. Same decisions, same
+        order as the general path below; when it returns True it has done
+        ReorderBufferProcessXid for ``xid`` (the reader's contract for fast handlers).
         """
         op = info & XLOG_HEAP_OPMASK
         if op == XLOG_HEAP_INSERT:
