@@ -516,7 +516,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
         "-O FILE --no-progress`, CRC checked, whole process (start-up, imports, catalog load "
         "included; byte-compiled first, as an installed package is; under PyPy the command "
         "re-executes itself once with an 8 MB GC nursery, included, and sets its JIT "
-        "parameters (`cli/_runtime.py`, `JIT_PARAMS`); by default the WAL's "
+        "parameters (`pglogical_py/_runtime.py`, `JIT_PARAMS`); by default the WAL's "
         "CRC-32Cs are checked by a second process running ahead of the decode, "
         "`--crc-worker auto`, and the rows are printed and written by a third, "
         "`--format-worker auto`, whose CPU times are counted too; `one process`: "

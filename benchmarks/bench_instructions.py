@@ -15,7 +15,7 @@ count must not allocate more either (``PYPYLOG=gc-minor`` counts PyPy's minor co
 
 Needs ``valgrind`` and the workload's cache (run bench_decode.py once first).  Each run takes
 ~15x the decode's time (W2 under CPython: ~3 minutes; use ``--end-lsn`` for a slice).
-PyPy runs as the command line would after its re-execution (``cli/_runtime.py``: the GC
+PyPy runs as the command line would after its re-execution (``pglogical_py/_runtime.py``: the GC
 nursery set, the JIT parameters set, the re-execution itself off, valgrind following one
 process).
 
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_decode  # noqa: E402  (the workloads, their cache and the output check)
 
-from pglogical_py.cli._runtime import NURSERY  # noqa: E402
+from pglogical_py._runtime import NURSERY  # noqa: E402
 
 _IREFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 

@@ -47,7 +47,7 @@ sys.path.insert(0, ROOT)
 
 _RUNNER = ("import os, resource, sys\n"
            "from pglogical_py.cli import main\n"
-           "from pglogical_py.cli._runtime import tune_jit\n"
+           "from pglogical_py._runtime import tune_jit\n"
            "tune_jit(os.environ)  # as the command line does (PyPy's JIT parameters)\n"
            "rc = main(sys.argv[1:])\n"
            "ru = resource.getrusage(resource.RUSAGE_SELF)\n"
@@ -107,9 +107,9 @@ def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str,
            "--spill-dir", os.path.join(tmp, "spill"), "-O", os.devnull]
     env = dict(os.environ)
     if python != sys.executable and "PYPY_GC_NURSERY" not in env:
-        # what the command line runs PyPy with (cli/_runtime.py re-executes itself
+        # what the command line runs PyPy with (pglogical_py/_runtime.py re-executes itself
         # with it; main() called in-process here does not)
-        from pglogical_py.cli._runtime import NURSERY
+        from pglogical_py._runtime import NURSERY
 
         env["PYPY_GC_NURSERY"] = NURSERY
     t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 import sys
 
-from .cli._runtime import reexec_tuned
+from ._runtime import reexec_tuned
 
 # PyPy: re-executed with a larger GC nursery before anything else is imported
 reexec_tuned(sys.argv[1:])

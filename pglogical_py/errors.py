@@ -38,7 +38,11 @@ INVARIANTS
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+# ``typing`` only for the type checker: the package imports this module first, also in
+# the process ``python -m pglogical_py`` replaces at once (pglogical_py/_runtime.py)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
 
 
 def _fmt_lsn(lsn: int) -> str:

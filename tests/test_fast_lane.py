@@ -1,5 +1,5 @@
 """The reorder buffer's row fast lane (``ctx.fast_apply`` / ``TestDecoding.fast_change``)
-and the command line's PyPy start-up tuning (``cli/_runtime.py``).
+and the command line's PyPy start-up tuning (``pglogical_py/_runtime.py``).
 
 The lane is an optimisation: with it and without it the output must be PostgreSQL's
 bytes (the fixtures' tsv), and it must actually carry the rows of warm relations --
@@ -91,7 +91,7 @@ def fake_jit(monkeypatch: Any) -> _FakeJit:
 
 
 def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None:
-    from pglogical_py.cli import _runtime
+    from pglogical_py import _runtime
 
     calls: List[Any] = []
 
@@ -134,7 +134,7 @@ def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
                                 capsys: Any) -> None:
     """``PGLOGICAL_PY_JIT`` replaces the parameters, empty keeps PyPy's defaults, a bad
     string ends the command with an error naming the variable; CPython sets nothing."""
-    from pglogical_py.cli import _runtime
+    from pglogical_py import _runtime
 
     monkeypatch.setattr(_runtime, "_PYPY", True)
     assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
@@ -177,7 +177,7 @@ def test_runtime_jit_parameters_reach_pypy(tmp_path: Any) -> None:
 
 
 def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:
-    from pglogical_py.cli import _runtime
+    from pglogical_py import _runtime
 
     monkeypatch.setattr(_runtime, "_PYPY", False)
     monkeypatch.setattr(_runtime, "_thp_madvise", lambda: True)
@@ -193,7 +193,7 @@ def test_runtime_leaves_cpython_alone(monkeypatch: Any) -> None:
 
 def test_runtime_huge_pages_only_in_thp_madvise_mode(monkeypatch: Any) -> None:
     """PyPy in the other THP modes: the nursery alone."""
-    from pglogical_py.cli import _runtime
+    from pglogical_py import _runtime
 
     calls: List[Dict[str, str]] = []
     monkeypatch.setattr(_runtime, "_PYPY", True)
@@ -208,7 +208,7 @@ def test_runtime_huge_pages_only_in_thp_madvise_mode(monkeypatch: Any) -> None:
 
 
 def test_runtime_reads_the_thp_mode(tmp_path: Any, monkeypatch: Any) -> None:
-    from pglogical_py.cli import _runtime
+    from pglogical_py import _runtime
 
     mode = tmp_path / "enabled"
     for text, madvise in (("always [madvise] never\n", True),

@@ -186,3 +186,16 @@ def test_decode_startup_imports(tmp_path: Any) -> None:
     assert r.stdout.split("\n")[0] == "0 []"
     assert os.path.getsize(out) > 0
     assert os.listdir(str(tmp_path)) == ["out.tsv"]  # no private spill directory
+
+
+def test_reexec_path_imports_little() -> None:
+    """``python -m pglogical_py`` imports ``_runtime`` before PyPy re-executes it: that
+    process (replaced at once) imports neither typing nor argparse nor the CLI."""
+    code = ("import sys; before = set(sys.modules); import pglogical_py._runtime; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    new = set(r.stdout.split())
+    assert "pglogical_py._runtime" in new
+    assert not new & {"typing", "argparse", "pglogical_py.cli", "re", "collections"}, new

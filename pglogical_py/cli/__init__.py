@@ -96,7 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def console_main() -> int:
     """The ``pglogical-py`` command: ``main`` after the PyPy start-up tuning
     (``_runtime.reexec_tuned``)."""
-    from ._runtime import reexec_tuned
+    from .._runtime import reexec_tuned
 
     reexec_tuned(sys.argv[1:])
     return main()

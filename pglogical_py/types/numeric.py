@@ -37,9 +37,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
 
 #: base-10000 digit groups as numeric_out prints them after the first: 4 digits each
-_D4 = tuple(b"%04d" % i for i in range(10000))
+#: (both tables formatted by one ``%`` and split: a loop of 10,000 formats ran ~4 ms
+#: of PyPy's start-up, interpreted, against ~1 ms)
+_D4 = tuple(("%04d " * 10000 % tuple(range(10000))).encode("ascii").split())
 #: the first group: leading zeros suppressed (get_str_from_var's ``putit``)
-_D1 = tuple(b"%d" % i for i in range(10000))
+_D1 = tuple(("%d " * 10000 % tuple(range(10000))).encode("ascii").split())
 #: by dscale 1..4: ``.`` and the first dscale digits of each fraction group, built
 #: the first time a value of that dscale is printed (10,000 objects a table)
 _FRAC: List[Optional[Tuple[bytes, ...]]] = [None] * 5

@@ -15,7 +15,11 @@ NOTES
     line re-executes itself once under PyPy with ``NURSERY`` unless the variable is
     already set (the user's value wins, ``PYPY_GC_NURSERY=1MB`` restores PyPy's
     default).  The cost is one more interpreter start (~40 ms of CPU); the nursery
-    adds its size to the resident set once.
+    adds its size to the resident set once.  That first process imports only this
+    module and the package's ``__init__`` (errors, lsn): the module lives beside the
+    package's ``__init__``, not in ``cli/`` (whose ``__init__`` imports argparse), and
+    neither imports ``typing`` at run time: 26 ms of PyPy imports before the
+    execution became 2.5 ms.
 
     Why 8 MB (docs/performance.md, "PyPy: GC nursery"): 16 MB and 32 MB were a little
     faster again on the benchmarks, but the peak RSS of the memory-bounded 1M-row
@@ -75,7 +79,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List, Mapping, Optional
+
+# ``typing`` only for the type checker: this module is what ``python -m pglogical_py``
+# imports before it re-executes itself, and importing typing there cost PyPy ~20 ms
+# (with what it pulls in) in a process that is then replaced (see NOTES)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Dict, List, Mapping, Optional
 
 #: the nursery the command line asks PyPy for (see NOTES for the figures)
 NURSERY = "8MB"
