@@ -56,7 +56,14 @@ NOTES
     loops are many and short-lived, and the compile time that peeling costs is not
     paid back (docs/performance.md, fifteenth pass: W1 1.145 -> 1.030 s, W3 (DDL)
     2.31-2.66 -> 2.02-2.13 s, W2 1.16 -> 1.145 s, medians of 8 alternating rounds; the
-    supported ``disable_unrolling=0`` gained less, W1 1.080 s).  ``enable_opts`` is
+    supported ``disable_unrolling=0`` gained less, W1 1.080 s).
+    That holds for the decoding process, not for the CRC worker it forks
+    (adapters/crc_worker.py): its time goes to one loop, the CRC-32C's, whose trace
+    without unrolling boxed the ints it carries from one 8-byte step to the next (five
+    allocations a step: 300 minor collections instead of 100 in a W1 walk, its CPU
+    0.59 -> 0.76-0.89 s).  The worker turns unrolling back on
+    (``restore_unrolling``): W1 medians of 8 alternating rounds 1.14 -> 1.08 s and
+    1.22 -> 1.10 s; unrolling everywhere instead: 3.2 s.  ``enable_opts`` is
     documented by PyPy as internal: where it is rejected the thresholds are set alone.
     Also measured (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
     instructions further but made W2 ~20 % slower (a hot loop's trace aborted as too
@@ -98,6 +105,12 @@ NO_UNROLL = "enable_opts=intbounds:rewrite:virtualize:string:pure:earlyforce:hea
 #: the PyPy JIT parameters the command line decodes with: ``JIT_BASE`` alone where
 #: this PyPy does not accept ``NO_UNROLL``
 JIT_PARAMS = JIT_BASE + "," + NO_UNROLL
+#: every trace optimisation again, loop unrolling included (``restore_unrolling``)
+ALL_OPTS = "enable_opts=all"
+
+#: whether ``tune_jit`` turned loop unrolling off in this process (a forked child
+#: inherits it: ``restore_unrolling``)
+_unrolling_off = False
 
 
 #: (sys.implementation, not platform: importing platform costs 15 ms on PyPy)
@@ -148,6 +161,8 @@ def tune_jit(environ: Mapping[str, str]) -> str:
     ``PGLOGICAL_PY_JIT`` the JIT rejects ends the command (exit status 2) with an error
     naming the variable; our own default falls back to ``JIT_BASE``, then to PyPy's
     defaults (``enable_opts`` is an internal option a PyPy may name differently)."""
+    global _unrolling_off
+    _unrolling_off = False
     params = jit_params(environ)
     if not params:
         return params
@@ -157,6 +172,7 @@ def tune_jit(environ: Mapping[str, str]) -> str:
         for candidate in (params, JIT_BASE):
             try:
                 pypyjit.set_param(candidate)
+                _unrolling_off = NO_UNROLL in candidate
                 return candidate
             except Exception:  # noqa: BLE001 - not this PyPy's: the next, or none
                 continue
@@ -170,6 +186,30 @@ def tune_jit(environ: Mapping[str, str]) -> str:
         )
         raise SystemExit(2) from None
     return params
+
+
+def restore_unrolling() -> bool:
+    """Turn PyPy's loop unrolling back on in a process forked from one that
+    ``tune_jit`` set ``NO_UNROLL`` in (the CRC worker, adapters/crc_worker.py); a
+    user's ``PGLOGICAL_PY_JIT`` is left alone.  Returns whether it changed anything.
+
+    Without unrolling, a loop's trace receives the values it carries from one
+    iteration to the next boxed, and boxes them again for the next: the CRC-32C loop
+    allocated five ints per 8 bytes of WAL (W1: ~1.4 GB through the nursery, 300
+    minor collections instead of 100).  The CRC worker runs that one loop for most of
+    its time and compiles little else, where the decoding process compiles hundreds
+    of short-lived paths (see NOTES)."""
+    global _unrolling_off
+    if not _PYPY or not _unrolling_off:
+        return False
+    import pypyjit
+
+    try:
+        pypyjit.set_param(ALL_OPTS)
+    except Exception:  # noqa: BLE001 - a PyPy without enable_opts=all: as it is
+        return False
+    _unrolling_off = False
+    return True
 
 
 def reexec_tuned(argv: List[str]) -> None:

@@ -193,6 +193,33 @@ def test_worker_reports_the_last_record(tmp_path: Path) -> None:
     assert worker.pid == 0
 
 
+def test_worker_turns_loop_unrolling_back_on(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child asks for PyPy's loop unrolling again before its walk
+    (``_runtime.restore_unrolling``: its CRC loop), and still reports the last record."""
+    d = _fixture("fpi_pglz", "wal")
+    marker = tmp_path / "restored"
+
+    def restore() -> bool:  # runs in the forked child
+        marker.write_text(str(os.getpid()))
+        return True
+
+    monkeypatch.setattr(crc_worker, "restore_unrolling", restore)
+    segs = _segments()
+    reader = XLogReader(segs)
+    last = [r.lsn for r in reader][-1]
+    start = reader.first_record_lsn
+    assert start is not None
+    worker = crc_worker.start_crc_worker([str(d / "wal")], start)
+    assert worker is not None
+    try:
+        _drain(worker)
+        assert worker.checked == last
+    finally:
+        worker.close()
+    assert marker.read_text() not in ("", str(os.getpid()))
+
+
 def test_worker_stops_before_a_corrupt_record(tmp_path: Path) -> None:
     segs = _segments()
     victim = _victim(segs)

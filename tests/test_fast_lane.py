@@ -84,9 +84,13 @@ class _FakeJit:
 
 @pytest.fixture
 def fake_jit(monkeypatch: Any) -> _FakeJit:
+    from pglogical_py import _runtime
+
     jit = _FakeJit()
     monkeypatch.setitem(sys.modules, "pypyjit", jit)
     monkeypatch.delenv("PGLOGICAL_PY_JIT", raising=False)
+    # what tune_jit records for restore_unrolling: put back after the test
+    monkeypatch.setattr(_runtime, "_unrolling_off", _runtime._unrolling_off)
     return jit
 
 
@@ -155,6 +159,32 @@ def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
     monkeypatch.setattr(_runtime, "_PYPY", False)
     assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"}) == ""
     assert len(fake_jit.params) == 3
+
+
+def test_runtime_restore_unrolling(monkeypatch: Any, fake_jit: _FakeJit) -> None:
+    """The CRC worker's ``restore_unrolling`` undoes our ``NO_UNROLL`` and nothing
+    else: not a user's ``PGLOGICAL_PY_JIT``, not a PyPy that took the thresholds alone,
+    not twice, never on CPython."""
+    from pglogical_py import _runtime
+
+    monkeypatch.setattr(_runtime, "_PYPY", True)
+    assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
+    assert _runtime.restore_unrolling() is True
+    assert fake_jit.params[-1] == _runtime.ALL_OPTS
+    assert _runtime.restore_unrolling() is False  # already on
+    assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": _runtime.JIT_PARAMS}) == _runtime.JIT_PARAMS
+    assert _runtime.restore_unrolling() is False  # the user's choice stays
+    fake_jit.rejects = "enable_opts"
+    assert _runtime.tune_jit({}) == _runtime.JIT_BASE
+    assert _runtime.restore_unrolling() is False  # unrolling was never turned off
+    fake_jit.rejects = "nothing"
+    assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
+    fake_jit.rejects = "enable_opts"  # a PyPy refusing enable_opts=all: left as it is
+    assert _runtime.restore_unrolling() is False
+    monkeypatch.setattr(_runtime, "_PYPY", False)
+    assert _runtime.tune_jit({}) == ""
+    assert _runtime.restore_unrolling() is False
+    assert fake_jit.params.count(_runtime.ALL_OPTS) == 1
 
 
 @pytest.mark.skipif(sys.implementation.name != "pypy", reason="PyPy's JIT")
