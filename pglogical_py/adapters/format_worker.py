@@ -20,7 +20,7 @@ NOTES
     is open: the child prints the tuples, formats the tsv lines with the same sink
     the command line uses without it, and writes the file.
 
-    Frames.  A 20-byte header ``<IQII`` (code, lsn, xid, length) and ``length`` bytes.
+    Frames.  A 20-byte header ``<IqII`` (code, lsn, xid, length) and ``length`` bytes.
     The code's low 3 bits are the kind: a printed row (``KIND_LINE``), an insert, an
     update without and with old key (the old key comes first, in a ``KIND_OLD_KEY``
     frame), a delete, or a relation definition (``KIND_DEFINE``: a pickled spec of
@@ -81,8 +81,9 @@ KIND_DELETE = OFFLOAD_DELETE
 KIND_OLD_KEY = OFFLOAD_OLD_KEY
 KIND_DEFINE = 6
 
-#: a frame's header: code, lsn, xid, length of what follows
-_HEAD = struct.Struct("<IQII")
+#: a frame's header: code, lsn, xid, length of what follows.  The LSN is signed (an
+#: LSN is below 2**63): under PyPy a "Q" value is a big-integer object, one per frame
+_HEAD = struct.Struct("<IqII")
 _HEAD_SIZE = _HEAD.size
 
 #: bytes collected before the decoding process sends them (a socket write each)
