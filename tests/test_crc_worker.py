@@ -178,8 +178,18 @@ def _drain(worker: crc_worker.CrcWorker, limit: float = 60.0) -> None:
         time.sleep(0.005)
 
 
-def test_worker_reports_the_last_record(tmp_path: Path) -> None:
+def test_worker_reports_the_last_record(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child walks to the last record; before its walk it asks for PyPy's loop
+    unrolling again (``_runtime.restore_unrolling``: its CRC loop)."""
     d = _fixture("fpi_pglz", "wal")
+    marker = tmp_path / "restored"
+
+    def restore() -> bool:  # runs in the forked child
+        marker.write_text(str(os.getpid()))
+        return True
+
+    monkeypatch.setattr(crc_worker, "restore_unrolling", restore)
     segs = _segments()
     reader = XLogReader(segs)
     last = [r.lsn for r in reader][-1]
@@ -194,6 +204,7 @@ def test_worker_reports_the_last_record(tmp_path: Path) -> None:
     finally:
         worker.close()
     assert worker.pid == 0
+    assert marker.read_text() not in ("", str(os.getpid()))
 
 
 def _wal_dirs() -> List[Path]:
@@ -237,33 +248,6 @@ def test_crc_walk_stops_before_a_corrupt_record() -> None:
     last = crc_worker.crc_walk(iter(flipped), start, 0, reports.append)
     before = [r.lsn for r in XLogReader(segs) if r.lsn < victim.lsn]
     assert last == before[-1] and reports[-1] == last
-
-
-def test_worker_turns_loop_unrolling_back_on(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The child asks for PyPy's loop unrolling again before its walk
-    (``_runtime.restore_unrolling``: its CRC loop), and still reports the last record."""
-    d = _fixture("fpi_pglz", "wal")
-    marker = tmp_path / "restored"
-
-    def restore() -> bool:  # runs in the forked child
-        marker.write_text(str(os.getpid()))
-        return True
-
-    monkeypatch.setattr(crc_worker, "restore_unrolling", restore)
-    segs = _segments()
-    reader = XLogReader(segs)
-    last = [r.lsn for r in reader][-1]
-    start = reader.first_record_lsn
-    assert start is not None
-    worker = crc_worker.start_crc_worker([str(d / "wal")], start)
-    assert worker is not None
-    try:
-        _drain(worker)
-        assert worker.checked == last
-    finally:
-        worker.close()
-    assert marker.read_text() not in ("", str(os.getpid()))
 
 
 def test_worker_stops_before_a_corrupt_record(tmp_path: Path) -> None:
