@@ -273,7 +273,7 @@ def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: in
     Why not ``XLogReader``: the reader's walk traced in decoding mode is one large
     function with every record path of a decode; under PyPy a third of the worker's
     time went to compiling it, and this walk has none of the decoding to carry (W1:
-    0.60-0.69 s of CPU against 0.44-0.47 s).  Which records were checked is all it
+    0.60-0.69 s of CPU against 0.36-0.47 s).  Which records were checked is all it
     tells: the decoding walk still validates every header and page itself.
     """
     it = iter(segments)
