@@ -15,7 +15,7 @@ NOTES
     for).  It reports the LSN of a record whose CRC matched, as did every record
     before it, every ``REPORT_GAP`` bytes of WAL and once at its end, as 8 bytes on
     a pipe.  ``crc_walk`` replaced ``XLogReader`` in decoding mode with every record
-    type skipped (W1 under PyPy: 0.60-0.69 s of CPU against 0.44-0.47 s): the
+    type skipped (W1 under PyPy: 0.60-0.69 s of CPU against 0.36-0.47 s): the
     reader's walk is one large function with every path of a decode, and the child
     spent a third of its time compiling it.
     The decoding process gives ``CrcWorker.checked_upto`` to its reader
@@ -66,6 +66,16 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
 from .._runtime import restore_unrolling
 from ..errors import PglogicalError
 from ..wal import crc32c as _crc
+from ..wal.xlogreader import (
+    RM_XLOG_ID,
+    XLOG_SWITCH,
+    XLP_FIRST_IS_CONTRECORD,
+    XLP_FIRST_IS_OVERWRITE_CONTRECORD,
+    XLP_LONG_HEADER,
+    SizeOfXLogLongPHD,
+    SizeOfXLogRecord,
+    SizeOfXLogShortPHD,
+)
 from .files import find_segment_files, iter_segments, select_segments
 
 #: ``--crc-worker auto`` starts no worker for less WAL than this: forking and waiting for
@@ -248,9 +258,6 @@ _PAGE = struct.Struct("<HHIqI").unpack_from
 #: XLogRecord: tot_len, xid, xl_prev (signed), info, rmid, crc
 _RECORD = struct.Struct("<IIqBBxxI").unpack_from
 _U32 = struct.Struct("<I").unpack_from
-_XLP_FIRST_IS_CONTRECORD = 0x0001
-_XLP_LONG_HEADER = 0x0002
-_XLP_FIRST_IS_OVERWRITE_CONTRECORD = 0x0008
 
 
 def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: int,
@@ -285,7 +292,7 @@ def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: in
         return 0
     magic, info, _tli, pageaddr, _rem = _PAGE(buf, 0)
     seg_size, blcksz = struct.unpack_from("<II", buf, 32)
-    if not info & _XLP_LONG_HEADER or seg_size != len(buf) or not blcksz:
+    if not info & XLP_LONG_HEADER or seg_size != len(buf) or not blcksz:
         return 0
     mask = blcksz - 1
     seg_start = start_lsn - start_lsn % seg_size
@@ -310,14 +317,14 @@ def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: in
         page_off = off & mask
         if page_off == 0:
             m, pinfo, _tli, pageaddr, _rem = _PAGE(buf, off)
-            if m != magic or pageaddr != rec_ptr or pinfo & _XLP_FIRST_IS_CONTRECORD:
+            if m != magic or pageaddr != rec_ptr or pinfo & XLP_FIRST_IS_CONTRECORD:
                 break
-            hsize = 40 if pinfo & _XLP_LONG_HEADER else 24
+            hsize = SizeOfXLogLongPHD if pinfo & XLP_LONG_HEADER else SizeOfXLogShortPHD
             rec_ptr += hsize
             off += hsize
             page_off = hsize
         tot_len = _U32(buf, off)[0]
-        if tot_len < 24:
+        if tot_len < SizeOfXLogRecord:
             break
         if page_off + tot_len <= blcksz:
             tot_len, _xid, xl_prev, info, rmid, crc = _RECORD(buf, off)
@@ -338,7 +345,7 @@ def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: in
             break
         last = prev = rec_ptr
         report(rec_ptr)
-        if rmid == 0 and (info & 0xF0) == 0x40:  # RM_XLOG_ID, XLOG_SWITCH
+        if rmid == RM_XLOG_ID and (info & 0xF0) == XLOG_SWITCH:
             # the rest of the segment is not WAL (XLogDecodeNextRecord)
             next_ptr += seg_size - 1
             next_ptr -= next_ptr % seg_size
@@ -374,11 +381,11 @@ def _join_crossing(it: Iterator[Tuple[str, bytes]], buf: bytes, seg_start: int,
             poff = page_ptr - seg_start
         m, pinfo, _tli, pageaddr, rem = _PAGE(buf, poff)
         if (m != magic or pageaddr != page_ptr
-                or not pinfo & _XLP_FIRST_IS_CONTRECORD
-                or pinfo & _XLP_FIRST_IS_OVERWRITE_CONTRECORD
+                or not pinfo & XLP_FIRST_IS_CONTRECORD
+                or pinfo & XLP_FIRST_IS_OVERWRITE_CONTRECORD
                 or rem != tot_len - got):
             return None
-        hsize = 40 if pinfo & _XLP_LONG_HEADER else 24
+        hsize = SizeOfXLogLongPHD if pinfo & XLP_LONG_HEADER else SizeOfXLogShortPHD
         n = blcksz - hsize if rem > blcksz - hsize else rem
         parts.append(buf[poff + hsize : poff + hsize + n])
         got += n
