@@ -343,3 +343,47 @@ def test_segment_name_of_names_the_file_holding_an_lsn(tmp_path: Path) -> None:
         assert segment_name_of(str(wal), rec.lsn) == rec.segment
     assert segment_name_of(str(wal), recs[-1].lsn + (1 << 34)) is None
     assert segment_name_of(str(tmp_path / "missing"), recs[0].lsn) is None
+
+
+def test_cli_forks_before_reading_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's decode reads plain WAL files ahead on a thread
+    (adapters/files.py, "Read-ahead"); its worker processes are forked before that
+    thread exists: a fork copies no thread, and a lock held by one would stay held."""
+    import gzip
+    import threading
+
+    d = FIXTURES / "pg15" / "fpi_pglz"
+    if not (d / "decode" / "xids1_skip0.tsv").exists():
+        pytest.skip("no fpi_pglz fixture")
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    for f in sorted((d / "wal").iterdir()):
+        (wal / f.name[:24]).write_bytes(gzip.decompress(f.read_bytes()))
+    assert len(list(wal.iterdir())) >= 3
+    events: List[Tuple[str, int]] = []
+    fork, start = os.fork, threading.Thread.start
+
+    def spy_fork() -> int:
+        events.append(("fork", threading.active_count()))
+        return fork()
+
+    def spy_start(self: threading.Thread) -> None:
+        events.append(("thread:" + self.name, threading.active_count()))
+        start(self)
+
+    monkeypatch.setattr(os, "fork", spy_fork)
+    monkeypatch.setattr(threading.Thread, "start", spy_start)
+    monkeypatch.setattr(TestDecoding, "COMPILE_AFTER", 0)
+    out = tmp_path / "out.tsv"
+    argv = _argv(d, out, "on")
+    argv[1] = str(wal)
+    argv[argv.index("--crc-worker") + 1] = "on"
+    base = threading.active_count()
+    assert main(argv) == 0
+    assert out.read_bytes() == (d / "decode" / "xids1_skip0.tsv").read_bytes()
+    kinds = [k for k, _n in events]
+    assert kinds.count("fork") == 2, events  # the CRC worker, the format worker
+    assert kinds.count("thread:pglogical-read-ahead") >= 2, events
+    last_fork = max(i for i, k in enumerate(kinds) if k == "fork")
+    assert all(k == "fork" for k in kinds[:last_fork + 1]), events
+    assert all(n == base for k, n in events if k == "fork"), events

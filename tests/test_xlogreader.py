@@ -553,6 +553,56 @@ def test_real_wal_gz_equals_plain(tmp_path: Path) -> None:
     assert list(iter_segments(files)) == segs
 
 
+def _multi_segment_dir(tmp_path: Path, compress: Tuple[int, ...] = ()) -> List[Tuple[str, bytes]]:
+    """Four 1 MB segments of synthetic WAL (1 to 4) in ``tmp_path``; those at the
+    positions in ``compress`` gzipped."""
+    w = WalBuilder()
+    while w.pos < (4 << 20) + 1000:
+        w.add(main_data=os.urandom(6000))
+    segs = w.segments()
+    for i, (name, data) in enumerate(segs):
+        if i in compress:
+            (tmp_path / (name + ".gz")).write_bytes(gzip.compress(data, 1))
+        else:
+            (tmp_path / name).write_bytes(data)
+    return segs
+
+
+def test_read_ahead_yields_what_a_read_in_order_does(tmp_path: Path) -> None:
+    from pglogical_py.adapters.files import iter_segments
+
+    segs = _multi_segment_dir(tmp_path, compress=(2,))
+    assert len(segs) == 4
+    assert list(iter_segments(str(tmp_path), read_ahead=True)) == segs
+    got = list(iter_segments(str(tmp_path), start_lsn=(2 << 20) + 5, end_lsn=(3 << 20) + 10,
+                             read_ahead=True))
+    assert got == segs[1:3]
+    # the reader over it: every record, as without read-ahead
+    _r, recs = read_all(list(iter_segments(str(tmp_path), read_ahead=True)))
+    _r2, recs2 = read_all(segs)
+    assert [r.lsn for r in recs] == [r.lsn for r in recs2] and len(recs) > 500
+
+
+def test_read_ahead_error_comes_when_its_file_is_asked(tmp_path: Path) -> None:
+    from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.errors import DecompressionError
+
+    segs = _multi_segment_dir(tmp_path)
+    gone = tmp_path / segs[2][0]
+    errors = []
+    for ahead in (False, True):
+        gone.write_bytes(segs[2][1])
+        it = iter_segments(str(tmp_path), read_ahead=ahead)
+        assert next(it) == segs[0]
+        gone.unlink()  # listed, then removed while the segment before it is in use
+        assert next(it) == segs[1]
+        with pytest.raises(DecompressionError) as ei:
+            next(it)
+        assert ei.value.file == str(gone)
+        errors.append(str(ei.value))
+    assert errors[0] == errors[1]
+
+
 def test_adapter_errors(tmp_path: Path) -> None:
     from pglogical_py.adapters.files import iter_segments
 

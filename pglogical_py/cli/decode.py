@@ -676,7 +676,8 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
 
         ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted,
                                                     commit_log_at)
-    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None)
+    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None,
+                             read_ahead=True)
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
 
