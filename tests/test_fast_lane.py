@@ -91,6 +91,7 @@ def fake_jit(monkeypatch: Any) -> _FakeJit:
     monkeypatch.delenv("PGLOGICAL_PY_JIT", raising=False)
     # what tune_jit records for restore_unrolling: put back after the test
     monkeypatch.setattr(_runtime, "_unrolling_off", _runtime._unrolling_off)
+    monkeypatch.setattr(_runtime, "_held", _runtime._held)
     return jit
 
 
@@ -130,8 +131,9 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None
     monkeypatch.setenv("PGLOGICAL_PY_NO_TUNING", "1")
     _runtime.reexec_tuned(["decode"])
     assert len(calls) == 1
-    # the JIT parameters are set by the process that runs (never before an exec)
-    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_PARAMS]
+    # the JIT parameters are set by the process that runs (never before an exec), and
+    # held back until the command starts
+    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_HELD] * 2
 
 
 def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
@@ -144,7 +146,7 @@ def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
     assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
     assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "threshold=2000"}) == "threshold=2000"
     assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": " "}) == ""
-    assert fake_jit.params == [_runtime.JIT_PARAMS, "threshold=2000"]
+    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_HELD, "threshold=2000"]
     with pytest.raises(SystemExit) as exc:
         _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"})
     assert exc.value.code == 2
@@ -155,10 +157,43 @@ def test_runtime_jit_parameters(monkeypatch: Any, fake_jit: _FakeJit,
     assert _runtime.tune_jit({}) == _runtime.JIT_BASE
     fake_jit.rejects = "threshold"
     assert _runtime.tune_jit({}) == ""
-    assert fake_jit.params == [_runtime.JIT_PARAMS, "threshold=2000", _runtime.JIT_BASE]
+    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_HELD, "threshold=2000",
+                               _runtime.JIT_BASE, _runtime.JIT_HELD]
     monkeypatch.setattr(_runtime, "_PYPY", False)
     assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "bogus=1"}) == ""
-    assert len(fake_jit.params) == 3
+    assert len(fake_jit.params) == 5
+
+
+def test_runtime_release_jit(monkeypatch: Any, fake_jit: _FakeJit) -> None:
+    """Our parameters are held back (``JIT_HELD``: nothing traced) until ``cli.main``
+    starts a command, which runs with them; a user's ``PGLOGICAL_PY_JIT`` is set as
+    given, never held; without ``tune_jit`` (the library, CPython) nothing happens."""
+    from pglogical_py import _runtime
+    from pglogical_py.cli import main, waldump
+
+    monkeypatch.setattr(_runtime, "_PYPY", True)
+    assert _runtime.release_jit() is False and fake_jit.params == []
+    assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
+    assert fake_jit.params == [_runtime.JIT_PARAMS, _runtime.JIT_HELD]
+    seen: List[List[str]] = []
+
+    def run(args: Any) -> int:
+        seen.append(list(fake_jit.params))
+        return 0
+
+    monkeypatch.setattr(waldump, "run", run)
+    assert main(["waldump", "nowhere"]) == 0
+    assert seen == [[_runtime.JIT_PARAMS, _runtime.JIT_HELD, _runtime.JIT_PARAMS]]
+    assert main(["waldump", "nowhere"]) == 0
+    assert len(seen[1]) == 3  # released once
+    assert _runtime.tune_jit({"PGLOGICAL_PY_JIT": "threshold=2000"}) == "threshold=2000"
+    assert _runtime.release_jit() is False
+    assert fake_jit.params[-1] == "threshold=2000"
+    # a PyPy refusing the held counters: the chosen parameters stay, nothing to release
+    fake_jit.rejects = "100000000"
+    assert _runtime.tune_jit({}) == _runtime.JIT_PARAMS
+    assert fake_jit.params[-1] == _runtime.JIT_PARAMS
+    assert _runtime.release_jit() is False
 
 
 def test_runtime_restore_unrolling(monkeypatch: Any, fake_jit: _FakeJit) -> None:

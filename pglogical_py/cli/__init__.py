@@ -28,6 +28,7 @@ import importlib
 import sys
 from typing import Any, List, Optional, Sequence
 
+from .._runtime import reexec_tuned, release_jit
 from ..errors import PglogicalError
 
 SUBCOMMANDS = ("waldump", "decode", "catalog")
@@ -81,6 +82,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
+    release_jit()  # the command runs with the JIT parameters tune_jit chose
     try:
         rc: int = args.run(args)
         return rc
@@ -96,8 +98,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 def console_main() -> int:
     """The ``pglogical-py`` command: ``main`` after the PyPy start-up tuning
     (``_runtime.reexec_tuned``)."""
-    from .._runtime import reexec_tuned
-
     reexec_tuned(sys.argv[1:])
     return main()
 
