@@ -188,6 +188,22 @@ def test_decode_startup_imports(tmp_path: Any) -> None:
     assert os.listdir(str(tmp_path)) == ["out.tsv"]  # no private spill directory
 
 
+def test_float_output_imports_fractions_when_it_needs_it() -> None:
+    """fractions (and the decimal it imports, pure Python under PyPy) is imported by
+    the rare float8 output path that needs exact arithmetic, not by the decoder's
+    modules."""
+    code = ("import sys; import pglogical_py.cli.decode, pglogical_py.types.float, "
+            "pglogical_py.plugins.test_decoding; "
+            "from pglogical_py.types.float import double_to_shortest; "
+            "a = 'fractions' in sys.modules or 'decimal' in sys.modules; "
+            "double_to_shortest(0.1); b = 'fractions' in sys.modules; double_to_shortest(2.5); "
+            "print(a, b, 'fractions' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "True"]
+
+
 def test_reexec_path_imports_little() -> None:
     """``python -m pglogical_py`` imports ``_runtime`` before PyPy re-executes it: that
     process (replaced at once) imports neither typing nor argparse nor the CLI."""

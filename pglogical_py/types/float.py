@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import struct
-from fractions import Fraction
 from typing import Optional, Tuple
 
 from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
@@ -86,6 +85,10 @@ def _shortest_exact(a: float, m2: int, e2: int, narrow_low: bool) -> Tuple[str, 
     length the one nearest to ``a`` wins.  ``narrow_low``: the value is a power of two
     with a smaller gap below (``mmShift`` = 0).
     """
+    # here, not at the top: fractions imports decimal, pure Python under PyPy (~20 ms
+    # of every decode's start-up there), for a path few values take
+    from fractions import Fraction
+
     scale = Fraction(2) ** e2
     high = Fraction(2 * m2 + 1, 2) * scale
     low = Fraction(4 * m2 - 1, 4) * scale if narrow_low else Fraction(2 * m2 - 1, 2) * scale
