@@ -22,6 +22,7 @@ from test_decode_corpus import CASES, _read_expected, decode_fixture  # type: ig
 from pglogical_py.adapters import crc_worker, format_worker
 from pglogical_py.adapters.format_worker import FormatWorker, FormatWorkerError
 from pglogical_py.catalog.relation import Attribute, Relation, TupleDesc
+from pglogical_py.cli import decode as cli_decode
 from pglogical_py.cli import main
 from pglogical_py.cli.decode import _tsv_sink
 from pglogical_py.errors import DecodingError
@@ -374,6 +375,7 @@ def test_cli_forks_before_reading_ahead(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(os, "fork", spy_fork)
     monkeypatch.setattr(threading.Thread, "start", spy_start)
     monkeypatch.setattr(TestDecoding, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(cli_decode, "READ_AHEAD", True)  # (CPython's choice; PyPy's too here)
     out = tmp_path / "out.tsv"
     argv = _argv(d, out, "on")
     argv[1] = str(wal)

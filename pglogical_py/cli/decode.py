@@ -88,6 +88,12 @@ _CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms 
 #: threshold ``_setup_memory`` pinned then, 4096-row batches were one mmap + munmap +
 #: page faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
 _BATCH_ROWS = 128 if _CONCAT else 512
+#: read the next plain WAL file on a thread while decoding one (adapters/files.py,
+#: "Read-ahead"): CPython only.  It holds one more segment: the 1M-row load's peak RSS
+#: 162 -> 188 MB under CPython, 176 -> 211-226 MB under PyPy (its bound is work_mem +
+#: 150 MB = 214 MB), for W1 1.795 -> 1.665 s under CPython and nothing beyond noise
+#: under PyPy (docs/performance.md, eighteenth pass)
+READ_AHEAD = not _CONCAT
 #: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
 #: an LSN whose low half is below 0x1000); filled by the first ``_tsv_sink``
 _HEX3: Tuple[bytes, ...] = ()
@@ -677,7 +683,7 @@ def start_decode(args: argparse.Namespace, setup: DecodeSetup,
         ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted,
                                                     commit_log_at)
     segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None,
-                             read_ahead=True)
+                             read_ahead=READ_AHEAD)
     return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
 
 
