@@ -14,7 +14,14 @@ NOTES
     traced ~616 k operations (tracing 0.35-0.54 s) before these hints and ~492 k
     (0.29-0.36 s) with them (docs/performance.md, "JIT warm-up").  A call costs a
     little more than inlined code, once per transaction.  Per-row functions stay
-    inlined: a call there would box its integer arguments on every row.
+    inlined (a call there boxes its integer arguments on every row), with one
+    exception: the reader's fast handler for heap records (``LogicalDecoder.heap_fast``),
+    which the walk reaches from each of its record paths: inlined, it was traced again
+    in every bridge of the walk that ends in a heap change.  Compiled on its own, W1's
+    decoding process compiled 34,212 operations instead of 41,995 and W1 ran 0.950 ->
+    0.910 s and 0.915 -> 0.865 s (12 and 10 alternating rounds), W3 2.30 -> 2.17 s;
+    W2 (one heap insert per row) kept its wall time, 1.06 s, for ~0.05 s more CPU
+    (docs/performance.md, eighteenth pass).
 
     ``not_inlined(func)`` marks ``func``'s code object with
     ``pypyjit.dont_trace_here`` ("do not inline this function"); PyPy then traces it

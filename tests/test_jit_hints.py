@@ -8,6 +8,7 @@ from typing import Any, List
 import pytest
 
 from pglogical_py import _jit
+from pglogical_py.logical.decode import LogicalDecoder
 from pglogical_py.logical.reorderbuffer import ReorderBuffer
 from pglogical_py.plugins.test_decoding import TestDecoding
 
@@ -44,7 +45,8 @@ def test_pypy_has_the_hint() -> None:
 
 def test_commit_path_functions_are_plain_functions() -> None:
     # the hint returns the function itself: no wrapper frame on the commit path
-    for fn in (ReorderBuffer.process_txn, ReorderBuffer._cleanup_one, TestDecoding.commit):
+    for fn in (ReorderBuffer.process_txn, ReorderBuffer._cleanup_one, TestDecoding.commit,
+               LogicalDecoder.heap_fast, LogicalDecoder.xact_fast):
         assert fn.__qualname__.split(".")[-1] == fn.__code__.co_name
         assert not hasattr(fn, "__wrapped__")
 
