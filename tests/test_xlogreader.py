@@ -832,3 +832,61 @@ def test_prepare_reads_the_first_segment_early() -> None:
     )
     assert [x.main_data for x in r] == [b"x"]
     assert r.records_read == 1 and r.first_record_lsn == r.last_record_lsn == w.lsns[0]
+
+
+def _decoding_events(segs: List[Tuple[str, bytes]], callback: bool, upto: int = 0,
+                     fail_at: int = -1) -> Tuple[List[Tuple[object, ...]], Tuple[object, ...]]:
+    """A decoding-mode walk's reports in order -- on_xid calls, fast-handler calls,
+    records (yielded or given to ``process``) -- and its counters afterwards."""
+    from pglogical_py.logical.decode import RM_HEAP_ID, SKIP_TABLE
+
+    events: List[Tuple[object, ...]] = []
+
+    def handler(d: bytes, o: int, info: int, main_off: int, main_len: int, xid: int,
+                lsn: int, end_lsn: int) -> bool:
+        events.append(("fast", lsn, main_off, main_len, xid))
+        return lsn % 3 != 0  # decline some: they come back as records
+
+    def process(rec: object) -> None:
+        events.append(("rec", rec.lsn, rec.end_lsn, rec.raw))  # type: ignore[attr-defined]
+        if len(events) == fail_at:
+            raise RuntimeError("stop here")
+
+    fast: List[object] = [None] * 4096
+    for hi in range(16):
+        fast[(RM_HEAP_ID << 4) | hi] = handler
+    reader = XLogReader(iter(segs))
+    it = reader.iter_decoding(SKIP_TABLE, lambda xid, lsn: events.append(("xid", xid, lsn)),
+                              upto, fast, process=process if callback else None)
+    try:
+        for rec in it:
+            assert not callback, "nothing is yielded with a callback"
+            process(rec)
+    except RuntimeError:
+        pass
+    return events, (reader.records_read, reader.last_record_lsn, reader.first_record_lsn)
+
+
+@pytest.mark.skipif(not _fixture_dirs(), reason="no fixtures")
+def test_decoding_callback_gets_what_iteration_yields() -> None:
+    """``iter_decoding(process=)``: the records iteration yields, in the same order
+    among the on_xid and fast-handler calls, the same counters; ``upto_lsn`` ends it
+    at the same record; what the callback raises ends the walk there."""
+    dirs = [d for d in _fixture_dirs() if d.name in ("basic", "spill", "toast", "ddl")][:8]
+    assert dirs
+    for d in dirs:
+        segs = _load(d)
+        events, counters = _decoding_events(segs, False)
+        assert sum(1 for e in events if e[0] == "rec") > 5
+        assert _decoding_events(segs, True) == (events, counters)
+        recs = [e for e in events if e[0] == "rec"]
+        upto = recs[len(recs) // 2][2]
+        cut = _decoding_events(segs, False, upto)
+        assert cut == _decoding_events(segs, True, upto)
+        assert [e for e in cut[0] if e[0] == "rec"][-1][2] == upto
+        at = events.index(recs[len(recs) // 3]) + 1
+        failed = _decoding_events(segs, True, fail_at=at)
+        assert failed[0] == events[:at]
+        # the walk ended at that record: its bookkeeping says so at once (a suspended
+        # generator would say it only when closed)
+        assert failed[1][1] == recs[len(recs) // 3][1]

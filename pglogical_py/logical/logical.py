@@ -812,11 +812,14 @@ class LogicalDecodingContext:
             return
         process = self.decoder.process_record
         if isinstance(records, XLogReader):
-            # the reader reads the records decode.c only ProcessXids at header cost
-            # and stops after the record that reaches ``upto_lsn`` itself
-            for record in records.iter_decoding(SKIP_TABLE, self.reorder.process_xid,
-                                                upto_lsn, self.decoder.fast_table()):
-                process(record)
+            # the reader reads the records decode.c only ProcessXids at header cost,
+            # stops after the record that reaches ``upto_lsn`` itself, and calls
+            # ``process`` for the others from its own loop (a loop here, over the
+            # reader's generator, is what PyPy's JIT traced badly: xlogreader.py)
+            for _record in records.iter_decoding(SKIP_TABLE, self.reorder.process_xid,
+                                                 upto_lsn, self.decoder.fast_table(),
+                                                 process=process):
+                pass  # nothing is yielded
             return
         if upto_lsn:
             for record in records:
