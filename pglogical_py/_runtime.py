@@ -81,8 +81,8 @@ NOTES
     Everything the command runs -- the catalog load, a catalog redo, the decode, the
     workers it forks -- runs with the parameters above.  W1, whole process, medians of
     8-10 alternating rounds: 0.83-0.95 -> 0.79-0.87 s (four separate series).
-    Counters only lower with a user's ``PGLOGICAL_PY_JIT`` or without our parameters:
-    no hold then (it would change parameters the user did not name).
+    With a user's ``PGLOGICAL_PY_JIT``, or where PyPy took none of our parameters,
+    nothing is held (holding would change parameters the user did not name).
 
     ``PGLOGICAL_PY_NO_TUNING=1`` turns the re-execution off (for benchmarks that show
     its effect); the JIT parameters are set either way.
