@@ -11,8 +11,11 @@ DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
+# each interpreter's pytest output, kept for the summary `make test` prints at its end
+TEST_LOGS := .test-logs
+PYTEST_OPTS := -q -p no:cacheprovider --durations=15
 
-.PHONY: demo test test-cpython test-pypy test-pypy-full lint postgres postgres-npm java pypy clean bench
+.PHONY: demo test test-cpython test-pypy test-pypy-full test-stress lint postgres postgres-npm java pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -71,18 +74,32 @@ demo: $(STAMP)
 	    --slot-state $(DEMO_DIR)/slot.state --format tsv; \
 	fi
 
+# both interpreters run even when the first fails; the end prints one summary per
+# interpreter and its 15 slowest tests (.ci/summary.py); the exit status is non-zero if
+# either run failed
 test: $(STAMP) $(SPARK_STAMP) postgres postgres-npm java $(PYPY_STAMP)
-	$(MAKE) test-cpython
-	$(MAKE) test-pypy
+	@rc=0; \
+	$(MAKE) --no-print-directory test-cpython || rc=1; \
+	$(MAKE) --no-print-directory test-pypy || rc=1; \
+	echo; $(PY) .ci/summary.py CPython=$(TEST_LOGS)/cpython.log PyPy=$(TEST_LOGS)/pypy.log; \
+	exit $$rc
 
 test-cpython: $(STAMP)
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+	@mkdir -p $(TEST_LOGS)
+	set -o pipefail; $(VENV)/bin/pytest $(PYTEST_OPTS) 2>&1 | tee $(TEST_LOGS)/cpython.log
 
 # the core's tests under PyPy: no live server (psycopg has no PyPy wheel), no Parquet, and
 # of the fixture x option-set matrices a representative subset (tests/_matrix.py: every
 # fixture, PG major and option set at least once; CPython runs every case)
 test-pypy: $(PYPY_STAMP)
-	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live and not full_matrix'
+	@mkdir -p $(TEST_LOGS)
+	set -o pipefail; $(PYPY_VENV)/bin/pytest $(PYTEST_OPTS) -m 'not live and not full_matrix' \
+	  2>&1 | tee $(TEST_LOGS)/pypy.log
+
+# `make test` while two busy processes hold both cores (not part of `make test`): the
+# suite must pass on a loaded machine too
+test-stress:
+	.ci/stress $(MAKE) test
 
 # every case of the matrices under PyPy too (not part of `make test`)
 test-pypy-full: $(PYPY_STAMP)
@@ -96,4 +113,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_waldump.py
 
 clean:
-	rm -rf $(VENV) $(PYPY_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(PYPY_VENV) .pytest_cache .hypothesis $(TEST_LOGS)

@@ -11,6 +11,11 @@ NOTES
     made PyPy's heap grow to several GB; the CLI's decode runs a major collection after
     every eviction round on PyPy (cli/decode.py), and with such a heap a spilling decode
     (test_spill_store) took minutes.  So they are dropped at the end of each module.
+
+    Hypothesis runs under the ``pglogical`` profile: no deadline and no ``too_slow``
+    health check.  Both are wall-clock limits, and on a machine whose CPUs are busy with
+    other work an example that takes 20 ms quietly can take seconds; speed is measured
+    by benchmarks/, not by tests.  A test's own ``@settings`` still sets its examples.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ import sys
 from typing import Any, Dict, Iterator, Tuple
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("pglogical", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("pglogical")
 
 #: module -> its cache dicts (cleared, not replaced: other modules hold references)
 _CACHES: Dict[str, Tuple[str, ...]] = {

@@ -596,7 +596,7 @@ def _compare_with_pageinspect(srv: Any, hp: HeapPage) -> None:
 # --------------------------------------------------------------------------
 
 
-@settings(max_examples=_matrix.examples(500), deadline=2000)
+@settings(max_examples=_matrix.examples(500), deadline=None)
 @given(
     st.binary(max_size=9000), st.integers(0, 255), st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)
 )
@@ -608,7 +608,7 @@ def test_fuzz_restore_block_image(image: bytes, info: int, off: int, length: int
     assert len(page) == BLCKSZ
 
 
-@settings(max_examples=_matrix.examples(300), deadline=2000)
+@settings(max_examples=_matrix.examples(300), deadline=None)
 @given(st.data())
 def test_fuzz_heap_page(data: st.DataObject) -> None:
     base = bytearray(

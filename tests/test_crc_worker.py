@@ -171,9 +171,14 @@ def test_on_progress_names_checked_records_in_order() -> None:
     assert got and got[-1] < victim.lsn
 
 
-def _drain(worker: crc_worker.CrcWorker, limit: float = 60.0) -> None:
+def _drain(worker: crc_worker.CrcWorker, limit: float = 300.0) -> None:
+    """Read the worker's reports until it closes its pipe (its walk ended); ``limit``
+    seconds is generous: a walk of a few MB, with both CPUs possibly busy elsewhere."""
     deadline = time.monotonic() + limit
-    while worker.fd >= 0 and time.monotonic() < deadline:
+    while worker.fd >= 0:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the CRC worker did not end its walk within {limit:.0f} s "
+                                 f"(last report {worker.checked:#x})")
         worker.checked_upto(1 << 62)
         time.sleep(0.005)
 

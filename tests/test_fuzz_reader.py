@@ -4,7 +4,7 @@ For every mutation (flipped bytes, zeroed ranges, truncated or dropped segments)
 segments captured from real servers:
 
 * the reader raises nothing but ``PglogicalError`` subclasses;
-* it finishes, quickly (no hang: every run is timed);
+* it finishes (a reader looping on damaged bytes would hang the suite);
 * every record it yields is one the unmutated WAL holds, byte for byte at the same
   LSN (with CRC checking on), and they come in the original order -- damage either
   raises an error or ends the WAL, it never invents or reorders records.
@@ -15,7 +15,6 @@ then delivered), and every field of every yielded record must still be readable.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -33,7 +32,6 @@ CASES = [
     FIXTURES / "pg18" / "twophase" / "wal",
 ]
 CASES = [c for c in CASES if c.is_dir() and any(c.iterdir())]
-MAX_SECONDS = 10.0
 
 _cache: Dict[Path, Tuple[List[Tuple[str, bytes]], Dict[int, bytes], List[int], int]] = {}
 
@@ -88,8 +86,10 @@ def _mutate(
     return [(n, bytes(d)) for n, d in out]
 
 
-def _run(segs: List[Tuple[str, bytes]], verify: bool) -> Tuple[list, float]:
-    t0 = time.perf_counter()
+def _run(segs: List[Tuple[str, bytes]], verify: bool) -> list:
+    """The records the reader yields before it stops (a typed error or the end of
+    valid WAL); a reader that loops on damaged bytes never returns (no wall-clock limit:
+    on a loaded machine any limit is somebody's normal)."""
     got = []
     try:
         for rec in XLogReader(segs, verify_crc=verify):
@@ -101,7 +101,7 @@ def _run(segs: List[Tuple[str, bytes]], verify: bool) -> Tuple[list, float]:
             assert len(fields) >= 5
     except PglogicalError:
         pass
-    return got, time.perf_counter() - t0
+    return got
 
 
 @pytest.mark.skipif(not CASES, reason="no fixtures")
@@ -112,8 +112,7 @@ def test_mutated_segments_never_invent_records(
 ) -> None:
     segs, by_lsn, order, used = _original(case)
     mutated = _mutate(segs, used, muts)
-    got, secs = _run(mutated, True)
-    assert secs < MAX_SECONDS
+    got = _run(mutated, True)
     pos = {lsn: i for i, lsn in enumerate(order)}
     last = -1
     for rec in got:
@@ -130,8 +129,7 @@ def test_mutated_segments_without_crc_only_typed_errors(
     case: Path, muts: List[Tuple[str, int, int, int]]
 ) -> None:
     segs, _by_lsn, order, used = _original(case)
-    got, secs = _run(_mutate(segs, used, muts), False)
-    assert secs < MAX_SECONDS
+    got = _run(_mutate(segs, used, muts), False)
     lsns = [r.lsn for r in got]
     assert lsns == sorted(set(lsns))
 
@@ -140,5 +138,5 @@ def test_mutated_segments_without_crc_only_typed_errors(
 def test_unmutated_reads_everything() -> None:
     for case in CASES:
         segs, by_lsn, order, _used = _original(case)
-        got, _secs = _run(segs, True)
+        got = _run(segs, True)
         assert [r.lsn for r in got] == order and len(order) > 10

@@ -8,7 +8,6 @@ the toast table's chunks over SQL and compared with the column's value.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
@@ -188,19 +187,16 @@ def test_wide_rows(server: Any, snap: CatalogSnapshot) -> None:
     assert len(res) == 6 and all(len(r) == WIDE for r in res)
 
 
-def test_compiled_deformer_is_faster_on_wide_rows(server: Any, snap: CatalogSnapshot) -> None:
+def test_compiled_deformer_equals_generic_on_wide_rows(server: Any, snap: CatalogSnapshot) -> None:
+    """The compiled deformer (a fast lane) gives the generic one's values on wide rows.
+    Which is faster is a benchmark's question (benchmarks/), not a test's."""
     rel = snap.relation_by_name("public", "wide")
     tuples = page_tuples(server, "wide")
     compile_deformer(rel.tupdesc)
-    timings = {}
-    for name, fn in (("compiled", deform_tuple_compiled), ("generic", deform_tuple_generic)):
-        t0 = time.perf_counter()
-        for _ in range(20):
-            for tup in tuples:
-                fn(rel.tupdesc, tup["infomask2"], tup["infomask"], tup["hoff"], tup["raw"][23:])
-        timings[name] = time.perf_counter() - t0
-    print("wide-row deform timings (s):", timings)
-    assert timings["compiled"] < timings["generic"]
+    assert tuples
+    for tup in tuples:
+        args = (rel.tupdesc, tup["infomask2"], tup["infomask"], tup["hoff"], tup["raw"][23:])
+        assert deform_tuple_compiled(*args) == deform_tuple_generic(*args)
 
 
 def toast_chunks(server: Any, toastrelid: int, valueid: int) -> List[bytes]:

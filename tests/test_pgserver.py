@@ -63,6 +63,44 @@ def test_test_decoding_sees_insert(pg15: PgServer) -> None:
 
 @live
 @cpython_only
+def test_start_retries_a_port_taken_in_between(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port another process binds between its choice and the server's start costs a
+    retry on a new port, not a failed fixture; the server is stopped afterwards."""
+    import socket
+
+    from pglogical_py.testing import pgserver
+
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    busy = taken.getsockname()[1]
+    real = pgserver._free_port
+    given = []
+
+    def first_one_taken() -> int:
+        port = busy if not given else real()
+        given.append(port)
+        return port
+
+    monkeypatch.setattr(pgserver, "_free_port", first_one_taken)
+    try:
+        srv = PgServer(15)
+    except PgUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        with srv:
+            assert given[0] == busy and srv.port == given[-1] != busy
+            assert srv.execute("SELECT 1") == [(1,)]
+            pid = srv._postmaster_pid()
+            assert pid is not None
+        assert not srv.running and srv.base_dir is None
+        assert not pgserver.process_alive(pid)  # the postmaster is gone
+    finally:
+        taken.close()
+
+
+@live
+@cpython_only
 def test_server_layout(pg15: PgServer) -> None:
     assert pg15.server_version().startswith("15.")
     assert pg15.data_dir.is_dir()

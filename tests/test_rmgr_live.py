@@ -146,6 +146,21 @@ def _tablespace_dir(srv: Any) -> str:
     return path
 
 
+def _wait_reloaded(srv: Any, name: str, value: str, timeout: float = 120.0) -> None:
+    """Wait until a new session sees ``name = value``: the postmaster re-read the
+    configuration and signalled its children (the checkpointer among them), which a
+    fixed sleep only hopes for on a busy machine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with srv.connect() as conn:
+            if conn.execute(f"show {name}").fetchone()[0] == value:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name} not {value} in a new session {timeout:.0f} s after "
+                               "pg_reload_conf()")
+        time.sleep(0.05)
+
+
 def _run_workload(srv: Any) -> None:
     c = srv.connect()
     x = c.execute
@@ -182,7 +197,7 @@ def _run_workload(srv: Any) -> None:
     for val in ("off", "on"):
         x(f"alter system set full_page_writes = {val}")
         x("select pg_reload_conf()")
-        time.sleep(1.0)
+        _wait_reloaded(srv, "full_page_writes", val)
         x("checkpoint")
     c2.close()
     c.close()

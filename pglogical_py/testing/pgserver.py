@@ -31,6 +31,18 @@ NOTES
     The npm builds ship only ``initdb``, ``pg_ctl`` and ``postgres`` (no ``psql``, no
     ``pg_waldump``): everything SQL goes through psycopg, WAL inspection through pg_walinspect.
 
+    Loaded machines (a CI box running other jobs, tests next to a benchmark).  The port is
+    asked of the OS (bind to port 0) right before each start and given to the server on
+    ``pg_ctl``'s command line, so a port another process took in between only costs a
+    retry: a start whose log says the address is in use is tried again on a new port
+    (``START_ATTEMPTS``).  ``pg_ctl -w`` waits for readiness, bounded by
+    ``START_TIMEOUT`` / ``STOP_TIMEOUT`` seconds (``$PGLOGICAL_PG_START_TIMEOUT``,
+    ``$PGLOGICAL_PG_STOP_TIMEOUT``): minutes, not pg_ctl's 60 s default, since a
+    start on two busy cores (initdb's pages cold, the startup process competing)
+    has taken tens of seconds.  A stop that times out in ``fast`` mode is retried in
+    ``immediate`` mode, then the postmaster is killed: a server is never left running.
+    Every timeout names what it waited for and the server log's tail.
+
 INVARIANTS
     A started server is always stopped: by ``__exit__``, by ``stop()``, or at interpreter exit
     (``atexit``).  Its private directory is removed after it stopped unless ``keep=True``.
@@ -145,9 +157,41 @@ def install_binaries(major: int) -> Path:
 
 
 def _free_port() -> int:
+    """A port free on 127.0.0.1 now (the OS's choice); it may be taken before the server
+    binds it, which ``PgServer.start`` retries."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs: it exists and is not a zombie (a daemonized postmaster's
+    parent may be an init that does not reap, and a zombie still answers kill 0)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True  # no /proc: kill 0 is all we can ask
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _seconds(env: str, default: float) -> float:
+    try:
+        return float(os.environ.get(env, "") or default)
+    except ValueError:
+        return default
+
+
+#: seconds ``pg_ctl -w start`` may wait for the server to accept connections
+START_TIMEOUT = _seconds("PGLOGICAL_PG_START_TIMEOUT", 300.0)
+#: seconds ``pg_ctl -w stop`` may wait for the server to shut down (per mode tried)
+STOP_TIMEOUT = _seconds("PGLOGICAL_PG_STOP_TIMEOUT", 120.0)
+#: starts tried on fresh ports when the one chosen was taken in between
+START_ATTEMPTS = 5
 
 
 def _conf_value(value: Any) -> str:
@@ -273,7 +317,7 @@ class PgServer:
         self.port = _free_port()
         conf: Dict[str, Any] = {
             "listen_addresses": "127.0.0.1",
-            "port": self.port,
+            "port": self.port,  # a default: start() passes the port it chose with -p
             "unix_socket_directories": str(self.socket_dir),
             "wal_level": "logical",
             "max_replication_slots": 10,
@@ -311,32 +355,80 @@ class PgServer:
                     f.unlink()
 
     def start(self) -> None:
+        """Start the server and wait until it accepts connections (``START_TIMEOUT``);
+        a port taken between its choice and the server's bind is retried on a new one."""
         if self.base_dir is None:
             self.setup()
-        try:
-            self.run_as_server_user(
+        for attempt in range(START_ATTEMPTS):
+            if attempt:
+                self.port = _free_port()
+            log_size = self.log_file.stat().st_size if self.log_file.exists() else 0
+            r = self.run_as_server_user(
                 [str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file),
-                 "-w", "-t", "60", "start"]
-            )
-        except RuntimeError as e:
-            tail = ""
-            if self.log_file.exists():
-                tail = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-20:])
-            raise RuntimeError(f"{e}\nserver log ({self.log_file}):\n{tail}") from None
-        self.running = True
-        _LIVE.append(self)
+                 "-o", f"-p {self.port}", "-w", "-t", str(int(START_TIMEOUT)), "start"],
+                check_rc=False)
+            if r.returncode == 0:
+                self.running = True
+                _LIVE.append(self)
+                return
+            log = self._log_since(log_size)
+            if "already in use" not in log and "could not bind" not in log:
+                self._kill_postmaster()  # a start that timed out may still be coming up
+                raise RuntimeError(
+                    f"PostgreSQL {self.major} did not start within {START_TIMEOUT:.0f} s "
+                    f"(pg_ctl -w, port {self.port}; PGLOGICAL_PG_START_TIMEOUT sets the wait): "
+                    f"{r.stdout}{r.stderr}\nserver log ({self.log_file}):\n"
+                    f"{self._log_tail()}")
+        raise RuntimeError(f"PostgreSQL {self.major}: no free port after {START_ATTEMPTS} "
+                           f"tries\nserver log ({self.log_file}):\n{self._log_tail()}")
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_file, "rb") as f:
+                f.seek(offset)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self._log_since(0).splitlines()[-lines:])
+
+    def _postmaster_pid(self) -> Optional[int]:
+        try:
+            return int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return None
+
+    def _kill_postmaster(self) -> None:
+        """SIGKILL the postmaster (its children exit when it is gone) and wait for it."""
+        pid = self._postmaster_pid()
+        if pid is None:
+            return
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and process_alive(pid):
+            time.sleep(0.05)
 
     def stop(self, mode: str = "fast") -> None:
-        if self.running:
-            try:
-                self.run_as_server_user(
-                    [str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w",
-                     "stop"]
-                )
-            finally:
-                self.running = False
-                if self in _LIVE:
-                    _LIVE.remove(self)
+        """Stop the server: ``mode`` (fast), then immediate if that timed out
+        (``STOP_TIMEOUT`` each), then SIGKILL: it never stays running."""
+        if not self.running:
+            return
+        try:
+            for m in dict.fromkeys((mode, "immediate")):
+                r = self.run_as_server_user(
+                    [str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-m", m, "-w",
+                     "-t", str(int(STOP_TIMEOUT)), "stop"], check_rc=False)
+                if r.returncode == 0 or self._postmaster_pid() is None:
+                    return
+            self._kill_postmaster()
+        finally:
+            self.running = False
+            if self in _LIVE:
+                _LIVE.remove(self)
 
     def cleanup(self) -> None:
         self.stop()
@@ -381,8 +473,9 @@ class PgServer:
     def checkpoint(self) -> None:
         self.execute("CHECKPOINT")
 
-    def wait_flush(self, lsn: str, timeout: float = 30.0) -> None:
-        """Wait until ``pg_current_wal_flush_lsn() >= lsn`` (the walwriter flushes async work)."""
+    def wait_flush(self, lsn: str, timeout: float = 120.0) -> None:
+        """Wait until ``pg_current_wal_flush_lsn() >= lsn`` (the walwriter flushes async
+        work; generous: the walwriter may wait for a CPU on a loaded machine)."""
         deadline = time.monotonic() + timeout
         with self.connect() as conn:
             while True:
@@ -392,7 +485,8 @@ class PgServer:
                 if ok and ok[0]:
                     return
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"WAL not flushed up to {lsn}")
+                    raise TimeoutError(f"PostgreSQL {self.major}: WAL not flushed up to {lsn} "
+                                       f"within {timeout:.0f} s (pg_current_wal_flush_lsn)")
                 time.sleep(0.05)
 
 
