@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from pglogical_py.cli.decode import escape_tsv
+from pglogical_py.adapters.tsv import escape_tsv
 
 MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_LIVE_MAJORS", "15").split(",") if m]
 #: the workload's sessions (besides the admin connection that creates slots and peeks)

@@ -9,8 +9,9 @@ from typing import Dict, List, Tuple
 
 import pytest
 
+from pglogical_py.adapters.tsv import escape_tsv
 from pglogical_py.cli import main
-from pglogical_py.cli.decode import escape_tsv, parse_size
+from pglogical_py.session import parse_size
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

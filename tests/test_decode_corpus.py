@@ -19,7 +19,7 @@ import pytest
 from _fixtures import FIXTURES as FIXTURES  # type: ignore[import-not-found]  # (re-exported)
 from _fixtures import workload_dirs  # type: ignore[import-not-found]
 
-from pglogical_py.cli.decode import escape_tsv
+from pglogical_py.adapters.tsv import escape_tsv
 from pglogical_py.lsn import parse_lsn
 
 
@@ -89,7 +89,6 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
     started once the context is made, and its output file ``out_path`` is returned
     (tests/test_format_worker.py)."""
     from pglogical_py.adapters.files import iter_segments
-    from pglogical_py.cli.decode import parse_size
     from pglogical_py.logical.logical import (
         LogicalDecodingContext,
         scan_aborted,
@@ -97,6 +96,7 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
     )
     from pglogical_py.logical.slot import read_slot_state
     from pglogical_py.plugins.test_decoding import TestDecoding
+    from pglogical_py.session import parse_size
     from pglogical_py.wal.xlogreader import XLogReader
 
     with open(os.path.join(wdir, "meta.json")) as f:
@@ -164,7 +164,7 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
         ctx.decode(XLogReader(segments, start_lsn=restart_lsn), upto_lsn=upto)
         ctx.shutdown()
         return b"".join(rows)
-    from pglogical_py.cli.decode import _tsv_sink
+    from pglogical_py.adapters.tsv import tsv_sink as _tsv_sink
 
     with open(out_path, "wb") as out:
         worker.start(out, plugin, _tsv_sink)

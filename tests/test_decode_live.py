@@ -34,7 +34,7 @@ psycopg = pytest.importorskip("psycopg")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
+from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
 NCONN = 3

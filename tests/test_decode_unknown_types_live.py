@@ -25,8 +25,8 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 
 pytest.importorskip("psycopg")
 
+from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.cli import main  # noqa: E402
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
 
 #: pg_operator.dat: int4pl's operator +(integer,integer), int4mi's -(integer,integer)
 OP_PLUS, OP_MINUS = 551, 555

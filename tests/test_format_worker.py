@@ -21,10 +21,10 @@ from test_decode_corpus import CASES, _read_expected, decode_fixture  # type: ig
 
 from pglogical_py.adapters import crc_worker, format_worker
 from pglogical_py.adapters.format_worker import FormatWorker, FormatWorkerError
+from pglogical_py.adapters.tsv import tsv_sink as _tsv_sink
 from pglogical_py.catalog.relation import Attribute, Relation, TupleDesc
 from pglogical_py.cli import decode as cli_decode
 from pglogical_py.cli import main
-from pglogical_py.cli.decode import _tsv_sink
 from pglogical_py.errors import DecodingError
 from pglogical_py.logical.logical import OFFLOAD_INSERT, OFFLOAD_OLD_KEY, OFFLOAD_UPDATE_OLD
 from pglogical_py.plugins.test_decoding import TestDecoding

@@ -181,7 +181,7 @@ def test_text_with_a_nul_is_printed_up_to_it() -> None:
 def test_tsv_sink_batches_and_escapes(concat: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both tsv sink flavours (CPython: batch-wide escape check and one ``%``; PyPy:
     per-row regex and ``+``) write what the row-by-row formatting writes."""
-    from pglogical_py.cli import decode as cli
+    from pglogical_py.adapters import tsv as cli
 
     monkeypatch.setattr(cli, "_CONCAT", concat)
     monkeypatch.setattr(cli, "_BATCH_ROWS", 7)
@@ -189,7 +189,7 @@ def test_tsv_sink_batches_and_escapes(concat: bool, monkeypatch: pytest.MonkeyPa
              [b"plain", b"tab\there", b"nl\nx\\y\r", b"", b"\x00\xff'"][i % 5] * (i % 3))
             for i in range(50)]
     written: List[bytes] = []
-    sink, flush = cli._tsv_sink(written.append)
+    sink, flush = cli.tsv_sink(written.append)
     for lsn, xid, data in rows:
         sink(lsn, xid, data)
     flush()

@@ -35,7 +35,7 @@ from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
 
 import pglogical_py  # noqa: E402
 from pglogical_py.adapters.spark import Options, PglogicalDataSource  # noqa: E402
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
+from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.errors import UsageError  # noqa: E402
 from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
 
@@ -194,11 +194,13 @@ def test_bad_options_named() -> None:
                           "startlsn": "0/16b3748"})
     assert opts.plugin_options == (("include-xids", None), ("skip-empty-xacts", "1"))
     assert opts.start_lsn == 0x16B3748
-    ns = opts.namespace()
-    assert ns.option == ["include-xids", "skip-empty-xacts=1"]
-    assert ns.start_lsn == "0/16B3748" and ns.slot_state == "state"
-    assert ns.server_version is None
-    assert Options.parse({**base, "serverVersion": "16.14"}).namespace().server_version == "16.14"
+    req = opts.request()
+    assert req.options == (("include-xids", None), ("skip-empty-xacts", "1"))
+    assert req.start_lsn == 0x16B3748 and req.slot_state == "state"
+    assert req.server_version == 0 and req.commit_log_at is None
+    assert Options.parse({**base, "serverVersion": "16.14"}).request().server_version == 160014
+    batch = opts.request(0x100, 0x200)  # a micro-batch: the commit log as of its end
+    assert (batch.start_lsn, batch.end_lsn, batch.commit_log_at) == (0x100, 0x200, 0x200)
 
 
 def test_bad_option_reaches_spark_user(spark: Any) -> None:

@@ -48,8 +48,8 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
                       ) -> Tuple[bytes, Any]:
     """Decode one fixture as its peek did; return (tsv bytes, the context)."""
     from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.adapters.tsv import escape_tsv
     from pglogical_py.catalog.snapshot import CatalogSnapshot
-    from pglogical_py.cli.decode import escape_tsv, parse_size
     from pglogical_py.logical.logical import (
         LogicalDecodingContext,
         scan_aborted,
@@ -57,6 +57,7 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
     )
     from pglogical_py.logical.slot import read_slot_state, snapshot_lsn_from_name
     from pglogical_py.plugins.test_decoding import TestDecoding
+    from pglogical_py.session import parse_size
     from pglogical_py.wal.xlogreader import XLogReader
 
     with open(os.path.join(wdir, "meta.json")) as f:

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pglogical_py.cli import decode as cli
+from pglogical_py.adapters import tsv as cli
 from pglogical_py.lsn import format_lsn
 from pglogical_py.types import OutputSettings
 from pglogical_py.types.datetime import fast_iso_output
@@ -41,7 +41,7 @@ def _expected(rows: List[Row]) -> bytes:
 def _run(rows: List[Row], pypy: bool, batch: int, monkeypatch: pytest.MonkeyPatch) -> bytes:
     monkeypatch.setattr(cli, "_BATCH_ROWS", batch)
     written: List[bytes] = []
-    sink, flush = cli._tsv_sink(written.append, pypy=pypy)
+    sink, flush = cli.tsv_sink(written.append, pypy=pypy)
     for lsn, xid, data in rows:
         sink(lsn, xid, data)
     flush()

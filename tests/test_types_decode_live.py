@@ -50,7 +50,7 @@ import _fixtures  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pglogical_py.cli.decode import escape_tsv  # noqa: E402
+from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
 gen = _fixtures.type_outputs_generator()

@@ -187,8 +187,8 @@ def captured(request: Any) -> Iterator[Dict[str, Any]]:
 
 def _decode_json(c: Dict[str, Any], upto: int) -> bytes:
     from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.adapters.tsv import escape_tsv
     from pglogical_py.catalog.snapshot import CatalogSnapshot
-    from pglogical_py.cli.decode import escape_tsv
     from pglogical_py.logical.logical import LogicalDecodingContext
     from pglogical_py.plugins.test_decoding import TestDecoding
     from pglogical_py.wal.xlogreader import XLogReader

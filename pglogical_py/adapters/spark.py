@@ -2,8 +2,8 @@
 
 Mirrors: replication/logical/logicalfuncs.c (``pg_logical_slot_get_changes_guts``, and
 the result set of ``pg_logical_slot_peek_changes`` / ``_peek_binary_changes``: ``lsn
-pg_lsn, xid xid, data text|bytea``), driven through the command line's set-up
-(cli/decode.py ``open_decode`` / ``start_decode``).  Spark 4's Python Data Source API
+pg_lsn, xid xid, data text|bytea``), driven through the library's decode session
+(session.py ``DecodeRequest`` / ``DecodeSession``).  Spark 4's Python Data Source API
 (``pyspark.sql.datasource``).
 
 NOTES
@@ -19,13 +19,14 @@ NOTES
     from the slot's ``restart_lsn``, commits before ``confirmed_flush`` not output,
     up to ``endLsn`` (PostgreSQL's ``upto_lsn``) or the end of valid WAL.  The data
     source options are parsed once, on the driver, into the frozen ``Options``
-    (every error a ``UsageError`` naming the option); the executor turns them back
-    into the command's argument namespace (``Options.namespace`` through
-    ``cli.decode.decode_namespace``), so a data source read and a command-line decode
-    with the same options cannot drift apart.  Output plugin options are the data
-    source options ``option.<name>``; Spark lowercases option keys, which is what
-    test_decoding's option names are anyway.  An empty value passes the option with
-    no value (SQL NULL: test_decoding then takes it as true), like ``-o NAME``.
+    (every error a ``UsageError`` naming the option); the executor turns them into
+    the library's ``DecodeRequest`` (``Options.request``) and runs a ``DecodeSession``,
+    as the command line does with its arguments, so a data source read and a
+    command-line decode with the same options cannot drift apart.  Output plugin
+    options are the data source options ``option.<name>``; Spark lowercases option
+    keys, which is what test_decoding's option names are anyway.  An empty value
+    passes the option with no value (SQL NULL: test_decoding then takes it as true),
+    like ``-o NAME``.
 
     Rows.  Rows are yielded as Arrow record batches of ``batchRows`` rows, while
     decoding: the executor holds one batch, not the decode's output.  ``data`` is
@@ -94,6 +95,15 @@ from pyspark.sql.types import StructType
 
 from ..errors import DecompressionError, NotWalError, UsageError, WalTruncatedError
 from ..lsn import format_lsn, parse_lsn
+from ..session import (
+    DEFAULT_WORK_MEM,
+    DecodeRequest,
+    DecodeSession,
+    parse_server_version,
+    parse_size,
+    slot_positions,
+)
+from ..types.settings import parse_settings
 
 __all__ = ["Options", "PglogicalDataSource", "WalPartition"]
 
@@ -177,8 +187,6 @@ class Options:
     def parse(cls, options: Mapping[str, str]) -> Options:
         """The options Spark passes (every value a string), checked: unknown names,
         bad LSNs, booleans, integers and sizes are a ``UsageError`` naming the option."""
-        from ..cli.decode import parse_server_version, parse_size
-
         paths: List[str] = []
         catalog: Optional[str] = None
         args: Dict[str, Any] = {}
@@ -259,25 +267,45 @@ class Options:
                              "startLsn")
         end = args.get("end_lsn")
         start = args.get("start_lsn")
-        return cls(tuple(paths), catalog, tuple(sorted(args.items())), tuple(sorted(plugin)),
-                   binary, batch_rows, parse_lsn(end) if end else None,
-                   parse_lsn(start) if start else None)
+        parsed = cls(tuple(paths), catalog, tuple(sorted(args.items())), tuple(sorted(plugin)),
+                     binary, batch_rows, parse_lsn(end) if end else None,
+                     parse_lsn(start) if start else None)
+        parsed.request()  # the settings checked here, on the driver
+        return parsed
 
-    def namespace(self, start_lsn: Optional[int] = None, end_lsn: Optional[int] = None
-                  ) -> Any:
-        """The ``decode`` arguments of these options (``start_lsn`` / ``end_lsn``, when
-        given, in place of the options')."""
-        from ..cli.decode import decode_namespace
+    def request(self, start_lsn: Optional[int] = None, end_lsn: Optional[int] = None
+                ) -> DecodeRequest:
+        """The decode of these options (``start_lsn`` / ``end_lsn``, when given, in place
+        of the options'; ``end_lsn`` given is a micro-batch's: the commit log is then
+        the one of when the WAL ended there)."""
+        a = dict(self.args)
 
-        fields = dict(self.args)
-        if start_lsn is not None:
-            fields["start_lsn"] = format_lsn(start_lsn)
-        if end_lsn is not None:
-            fields["end_lsn"] = format_lsn(end_lsn)
-        fields["option"] = [name if value is None else f"{name}={value}"
-                            for name, value in self.plugin_options]
-        fields["progress"] = False
-        return decode_namespace(list(self.paths), self.catalog, **fields)
+        def lsn(name: str) -> Optional[int]:
+            text = a.get(name)
+            return parse_lsn(text) if text else None
+
+        work_mem = a.get("work_mem")
+        return DecodeRequest(
+            wal=self.paths, catalog=self.catalog, catalog_redo=bool(a.get("catalog_redo")),
+            slot_state=a.get("slot_state"), restart_lsn=lsn("restart_lsn"),
+            start_lsn=start_lsn if start_lsn is not None else lsn("start_lsn"),
+            end_lsn=(end_lsn if end_lsn is not None else lsn("end_lsn")) or 0,
+            two_phase=a.get("two_phase"), two_phase_at=lsn("two_phase_at"),
+            database=a.get("database"), snapshot_dir=a.get("snapshot_dir"),
+            plugin=a.get("plugin", "test_decoding"), options=self.plugin_options,
+            work_mem=parse_size(work_mem) if work_mem else DEFAULT_WORK_MEM,
+            server_version=parse_server_version(a.get("server_version")),
+            spill_dir=a.get("spill_dir"), spill_store=a.get("spill_store", "auto"),
+            eviction=a.get("eviction", "largest"),
+            debug_streaming_immediate=a.get("debug_logical_replication_streaming")
+            == "immediate",
+            settings=parse_settings(
+                timezone=a.get("timezone"), datestyle=a.get("datestyle"),
+                intervalstyle=a.get("intervalstyle"),
+                extra_float_digits=a.get("extra_float_digits"),
+                bytea_output=a.get("bytea_output"), tzdata=a.get("tzdata"),
+                unknown_types=a.get("unknown_types")),
+            commit_log_at=end_lsn)
 
     def schema(self) -> str:
         """pg_logical_slot_peek_changes' result columns (peek_binary_changes' with
@@ -303,13 +331,10 @@ def _read(partition: WalPartition) -> Iterator[Any]:
     """pg_logical_slot_get_changes_guts for one partition: Arrow batches of its rows."""
     import pyarrow as pa
 
-    from ..cli.decode import open_decode, start_decode
-    from ..logical.decode import SKIP_TABLE
     from ..logical.logical import OUTPUT_PLUGIN_TEXTUAL_OUTPUT
 
     opts = partition.options
-    args = opts.namespace(partition.start_lsn, partition.end_lsn)
-    setup = open_decode(args)
+    session = DecodeSession(opts.request(partition.start_lsn, partition.end_lsn))
     lsns: List[int] = []
     xids: List[int] = []
     datas: List[bytes] = []
@@ -332,31 +357,21 @@ def _read(partition: WalPartition) -> Iterator[Any]:
         del lsns[:], xids[:], datas[:]
         return out
 
-    # a micro-batch: the commit log as the WAL ended at its end (see NOTES)
-    ctx, reader, spill_store = start_decode(args, setup, sink,
-                                            commit_log_at=partition.end_lsn)
-    try:
-        if not opts.binary and ctx.options.output_type != OUTPUT_PLUGIN_TEXTUAL_OUTPUT:
+    with session:
+        if not opts.binary and session.ctx.options.output_type != OUTPUT_PLUGIN_TEXTUAL_OUTPUT:
             # logicalfuncs.c: the text function refuses a binary plugin
-            raise UsageError(f'logical decoding output plugin "{args.plugin}" produces binary '
-                             'output, but function "pg_logical_slot_peek_changes" expects '
-                             "textual data (set option binary=true)")
+            raise UsageError(f'logical decoding output plugin "{session.request.plugin}" '
+                             'produces binary output, but function '
+                             '"pg_logical_slot_peek_changes" expects textual data (set '
+                             "option binary=true)")
+        session.set_sink(sink)
         limit = opts.batch_rows
-        # LogicalDecodingContext.decode's loop over an XLogReader, with a batch yielded
-        # whenever one is full (the sink is called from inside the decode): commits
-        # come back as records (not decoded in the reader), so that a batch is
-        # yielded after the commit that filled it
-        for record in reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
-                                           setup.end_lsn, ctx.decoder.fast_table(False)):
-            ctx.process_record(record)
+        # a batch is yielded after the record (commit) that filled it
+        for _ in session.steps():
             if len(lsns) >= limit:
                 yield batch()
-        ctx.shutdown()
         if lsns:
             yield batch()
-    finally:
-        if spill_store is not None:
-            spill_store.close()
 
 
 def _ignore_xid(xid: int, lsn: int) -> None:
@@ -439,9 +454,7 @@ class PglogicalStreamReader(DataSourceStreamReader):
     def _start(self) -> int:
         if self.options.start_lsn is not None:
             return self.options.start_lsn
-        from ..cli.decode import slot_positions
-
-        return slot_positions(self.options.namespace()).start_lsn
+        return slot_positions(self.options.request()).start_lsn
 
     def initialOffset(self) -> Dict[str, Any]:
         """The slot's confirmed_flush (or ``startLsn``)."""
@@ -455,10 +468,8 @@ class PglogicalStreamReader(DataSourceStreamReader):
         limit is read as ReadAllAvailable: a decode cannot stop at a row count and
         resume without re-reading from restart_lsn anyway.
         """
-        from ..cli.decode import slot_positions
-
         if self._scanned is None:
-            self._scanned = slot_positions(self.options.namespace()).restart_lsn
+            self._scanned = slot_positions(self.options.request()).restart_lsn
         self._scanned = max(self._scanned, end_of_wal(self.options.paths, self._scanned))
         end = self._scanned
         if self.options.end_lsn is not None:

@@ -17,18 +17,18 @@ NOTES
     ``\\\\``, ``\\t``, ``\\n``, ``\\r`` and every other byte raw (NUL included).
     ``--format jsonl`` is for people and tools.
 
-    Rows are collected and written in batches (``_tsv_sink``; 512 rows on CPython,
-    128 on PyPy, whose nursery would otherwise copy every row of a batch): one write
-    and one escape check per batch, row-by-row escaping only for a batch holding a
-    backslash, TAB, LF or CR.  The LSN text is built from cached pieces (high half,
-    4 kB page) and 4096-entry hex tables on PyPy, by one bytes ``%`` per batch on
-    CPython.
+    The command line is a driver of the library's session (session.py): its
+    arguments become a ``DecodeRequest``; a ``DecodeSession`` opens the catalog, the
+    plugin, the spill store and the workers, decodes and closes them.  What is the
+    command line's own: the output (standard output or ``-O FILE``, tsv rows written
+    in batches by ``adapters/tsv.py``, or JSON lines), progress on stderr,
+    ``--stats``, and the process's memory tuning (below).
 
     ``--format-worker`` (auto: a second CPU, ``fork``, 32 MB of WAL or more, tsv, no
     ``--upto-nchanges``, an output with a file descriptor): the rows go to a forked
     process (adapters/format_worker.py) that formats the tsv and writes the output; the
     plugin's fast lane sends it raw tuples to print (``ctx.row_offload``).  It is forked
-    once the plugin started and the output file is open; ``_run`` waits for it to write
+    once the plugin started and the output file is open; the session waits for it to write
     everything (its error, if any, wins: it is earlier in the output) and kills it on
     Ctrl-C.
 
@@ -62,42 +62,26 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, BinaryIO, Callable, Optional
 
-from .._jit import not_inlined
+from ..adapters.tsv import RowSink, tsv_sink
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
+from ..session import (
+    DecodeRequest,
+    DecodeSession,
+    parse_server_version,
+    parse_size,
+    plugin_options,
+)
 from ..types.settings import add_output_arguments, settings_from_args
 
-
-def escape_tsv(data: bytes) -> bytes:
-    """Escape ``\\``, TAB, LF, CR as the fixtures' tsv does; other bytes raw."""
-    if b"\\" in data or b"\t" in data or b"\n" in data or b"\r" in data:
-        return (data.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n")
-                .replace(b"\r", b"\\r"))
-    return data
-
-
-#: PyPy: the pieces variant of the tsv sink (``_tsv_sink``), else the % format one
-_CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms on PyPy)
-#: rows collected before one write (a batch's data is checked for bytes to escape at
-#: once).  PyPy: 128, so that most rows die young -- PyPy collects its nursery about
-#: every 330 rows of W2, and a row still referenced then is copied out of it (4096
-#: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256).  CPython: 512,
-#: so that a batch's joined text stays small (~100 kB of W2 rows): with the 128 kB mmap
-#: threshold ``_setup_memory`` pinned then, 4096-row batches were one mmap + munmap +
-#: page faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
-_BATCH_ROWS = 128 if _CONCAT else 512
 #: read the next plain WAL file on a thread while decoding one (adapters/files.py,
 #: "Read-ahead"): CPython only.  It holds one more segment: the 1M-row load's peak RSS
 #: 162 -> 188 MB under CPython, 176 -> 211-226 MB under PyPy (its bound is work_mem +
 #: 150 MB = 214 MB), for W1 1.795 -> 1.665 s under CPython and nothing beyond noise
 #: under PyPy (docs/performance.md, eighteenth pass)
-READ_AHEAD = not _CONCAT
-#: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
-#: an LSN whose low half is below 0x1000); filled by the first ``_tsv_sink``
-_HEX3: Tuple[bytes, ...] = ()
-_HEX1: Tuple[bytes, ...] = ()
+READ_AHEAD = sys.implementation.name != "pypy"
 
 
 #: glibc's mmap threshold while decoding (see NOTES): above a 16 MB WAL segment's bytes
@@ -175,191 +159,6 @@ def _mallopt(param: int, value: int) -> None:
         ctypes.CDLL(None).mallopt(param, value)
     except (OSError, AttributeError):
         pass
-
-
-def _nothing() -> None:
-    return None
-
-
-def _tsv_sink(write: Callable[[bytes], Any], pypy: Optional[bool] = None
-              ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
-    """The tsv row sink and its flush: rows are collected and written in batches.
-
-    One write per batch instead of one per row (PyPy's buffered writer costs ~0.6 us a
-    call), and the escape check runs once per batch: only a batch holding a
-    backslash, TAB, LF or CR escapes row by row.  ``pypy`` picks the variant (default:
-    the running interpreter's; both write the same bytes).
-    """
-    global _HEX3, _HEX1
-    if not _HEX3:
-        _HEX3 = tuple([b"%03X" % i for i in range(4096)])
-        _HEX1 = tuple([b"%X" % i for i in range(4096)])
-    if _CONCAT if pypy is None else pypy:
-        return _tsv_sink_pieces(write)
-    return _tsv_sink_format(write)
-
-
-def _tsv_sink_pieces(write: Callable[[bytes], Any]
-                     ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
-    """PyPy: each row is one line, ``LSN<TAB>XID<TAB>`` + data + LF, built by one chain
-    of ``+`` (one allocation to PyPy's JIT; three list pieces a row cost more: PyPy
-    instructions -1.1 to -1.7 % on W1/W2, 5 % fewer minor collections).
-
-    The LSN text is a prefix cached per 4 kB of WAL (``%X/`` of the high half, cached,
-    plus the hex of the low half's top 20 bits from the tables) plus a 3-digit table
-    entry (zero-padded unless the low half is below 0x1000); the ``<TAB>XID<TAB>``
-    text is cached per xid: a row costs one concatenation and no ``%``.  The escape check
-    counts over the joined batch: no backslash or CR, and exactly two TABs and one LF
-    a row (the LSN and xid texts hold none).  ``bytes.count`` is the fastest scan
-    PyPy has (~0.17 ns a byte; ``in``, ``find`` and a regex are 2-8x slower).
-    """
-    out: List[bytes] = []
-    put = out.append
-    hex3, hex1 = _HEX3, _HEX1
-    last_xid = -1
-    xid_text = b""
-    last_page = -1
-    hi_text = prefix = b""
-    tail = hex3
-
-    def flush() -> None:
-        if not out:
-            return
-        n = len(out)
-        blob = b"".join(out)
-        if (blob.count(b"\\") or blob.count(b"\r") or blob.count(b"\t") != 2 * n
-                or blob.count(b"\n") != n):
-            for i in range(n):
-                lsn_text, xid_text, data = out[i][:-1].split(b"\t", 2)
-                out[i] = b"%s\t%s\t%s\n" % (lsn_text, xid_text, escape_tsv(data))
-            blob = b"".join(out)
-        del out[:]
-        write(blob)
-
-    def sink(lsn: int, xid: int, data: bytes) -> None:
-        nonlocal last_xid, xid_text, last_page, hi_text, prefix, tail
-        if xid != last_xid:
-            last_xid = xid
-            xid_text = b"\t%d\t" % xid
-        page = lsn >> 12
-        if page != last_page:
-            if page >> 20 != last_page >> 20:  # a new high half (-1 >> 20 is -1)
-                hi_text = b"%X/" % (lsn >> 32)
-            last_page = page
-            # no % (slow on PyPy): W1 enters a new page every 4th row
-            mid = page & 0xFFFFF
-            if mid >> 12:
-                prefix = hi_text + hex1[mid >> 12] + hex3[mid & 0xFFF]
-                tail = hex3
-            elif mid:
-                prefix = hi_text + hex1[mid]
-                tail = hex3
-            else:
-                prefix = hi_text
-                tail = hex1
-        put(prefix + tail[lsn & 0xFFF] + xid_text + data + b"\n")
-        if len(out) >= _BATCH_ROWS:
-            flush()
-
-    # the batch write: compiled once, not traced into each of the replay loop's
-    # bridges (_jit.py); the per-row sink stays inlined (a call would box its ints)
-    return sink, not_inlined(flush)
-
-
-#: one row of the tsv as a bytes ``%`` format, for the low LSN half of each row
-_ROW_FORMAT = b"%X\t%d\t%s\n"
-
-
-def _tsv_sink_format(write: Callable[[bytes], Any]
-                     ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
-    """CPython: the rows of a batch are formatted by one bytes ``%`` over a flat list of
-    (lsn, xid, data) triples; the format is ``%X/`` of the batch's LSN high half plus
-    ``_ROW_FORMAT`` repeated (cached per high half), or per-row ``%X/%X`` when the
-    batch crosses a 4 GB boundary.  The escape check is ``in`` over the joined data
-    (memchr: ~0.01 ns a byte).
-    """
-    rows: List[Any] = []
-    extend = rows.extend
-    formats: Dict[int, bytes] = {}
-
-    def flush() -> None:
-        if not rows:
-            return
-        n = len(rows) // 3
-        data = b"".join(rows[2::3])
-        if b"\\" in data or b"\t" in data or b"\n" in data or b"\r" in data:
-            for i in range(2, len(rows), 3):
-                rows[i] = escape_tsv(rows[i])
-        hi = rows[0] >> 32
-        if rows[-3] >> 32 == hi:
-            fmt = formats.get(hi)
-            if fmt is None:
-                formats.clear()  # one high half at a time: a new one every 4 GB of WAL
-                fmt = formats[hi] = (b"%X/" % hi + _ROW_FORMAT) * _BATCH_ROWS
-            if n != _BATCH_ROWS:
-                fmt = fmt[:len(fmt) // _BATCH_ROWS * n]
-            if hi:
-                rows[0::3] = [lsn & 0xFFFFFFFF for lsn in rows[0::3]]
-            blob = fmt % tuple(rows)
-        else:
-            it = iter(rows)
-            blob = b"".join([b"%X/%X\t%d\t%s\n" % (lsn >> 32, lsn & 0xFFFFFFFF, xid, data)
-                             for lsn, xid, data in zip(it, it, it)])
-        del rows[:]
-        write(blob)
-
-    def sink(lsn: int, xid: int, data: bytes) -> None:
-        extend((lsn, xid, data))
-        if len(rows) >= 3 * _BATCH_ROWS:
-            flush()
-
-    return sink, flush
-
-
-def parse_server_version(text: Optional[str], major: int) -> int:
-    """``--server-version``: ``15.12`` or ``150012`` as server_version_num (0: not given).
-
-    The major must be the catalog's: the WAL, the catalog and the release that decoded
-    them come from one server.
-    """
-    if not text:
-        return 0
-    t = text.strip()
-    parts = t.split(".")
-    try:
-        if len(parts) == 2:
-            num = int(parts[0]) * 10000 + int(parts[1])
-            ok = 0 <= int(parts[1]) < 10000
-        else:
-            num = int(t)
-            ok = len(parts) == 1
-    except ValueError:
-        ok = False
-    if not ok or num < 150000:
-        raise UsageError(f"invalid --server-version {text!r} (e.g. 15.12 or 150012; "
-                         "PostgreSQL 15 or later)")
-    if major and num // 10000 != major:
-        raise UsageError(f"--server-version {text} is not of PostgreSQL {major}, the major "
-                         "of the catalog and its WAL")
-    return num
-
-
-def parse_size(text: str) -> int:
-    """``64MB`` / ``512kB`` / ``1GB`` / plain bytes, as PostgreSQL memory GUCs read."""
-    t = text.strip()
-    units = {"kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3, "tb": 1024 ** 4, "b": 1}
-    low = t.lower()
-    for u in ("kb", "mb", "gb", "tb", "b"):
-        if low.endswith(u):
-            num = low[: -len(u)].strip()
-            try:
-                return int(num) * units[u]
-            except ValueError:
-                break
-    try:
-        return int(t) * 1024  # a bare number is kB, as logical_decoding_work_mem
-    except ValueError:
-        raise UsageError(f"invalid size {text!r} (e.g. 64MB)") from None
 
 
 def add_parser(sub: Any) -> None:
@@ -442,45 +241,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _plugin(name: str, settings: Any) -> Any:
-    if name == "test_decoding":
-        from ..plugins.test_decoding import TestDecoding
-
-        return TestDecoding(settings=settings)
-    # a dotted path: module:Class
-    if ":" in name:
-        import importlib
-
-        mod, _, cls = name.partition(":")
-        return getattr(importlib.import_module(mod), cls)()
-    raise UsageError(f"unknown output plugin {name!r} (test_decoding, or module:Class)")
-
-
-def _options(opts: List[str]) -> List[Tuple[str, Optional[str]]]:
-    out: List[Tuple[str, Optional[str]]] = []
-    for o in opts:
-        name, sep, value = o.partition("=")
-        out.append((name, value if sep else None))
-    return out
-
-
-def _load_snapshots(directory: Optional[str]) -> Dict[int, bytes]:
-    snaps: Dict[int, bytes] = {}
-    if not directory:
-        return snaps
-    from ..logical.slot import snapshot_lsn_from_name  # only with --snapshot-dir
-
-    if not os.path.isdir(directory):
-        raise UsageError(f"--snapshot-dir {directory} is not a directory")
-    for fn in os.listdir(directory):
-        lsn = snapshot_lsn_from_name(fn)
-        if lsn is None:
-            continue
-        with open(os.path.join(directory, fn), "rb") as f:
-            snaps[lsn] = f.read()
-    return snaps
-
-
 class _Progress:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -501,231 +261,46 @@ class _Progress:
                          f"{self.commits / el:.0f} xacts/s ")
         sys.stderr.flush()
 
+    def record(self, rec: Any) -> None:
+        """Called with every record read."""
+        if rec.rmid == 1:  # RM_XACT_ID: commits, aborts, prepares
+            self.commits += 1
+        self.tick(rec.end_lsn)
+
     def done(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
 
 
-def _redo_catalog(path: str, wal: Any, restart_lsn: int, end_lsn: int) -> Any:
-    """decode --catalog-redo: the export + the WAL's catalog changes (catalog/redo.py)."""
-    from ..adapters.catalog_files import read_catalog_bytes
-    from ..adapters.files import iter_segments
-    from ..catalog.redo import CatalogRedo, load_export
-    from ..wal.xlogreader import XLogReader
-
-    if os.path.isdir(path):
-        raise UsageError("--catalog-redo needs --catalog to be a JSON export taken with "
-                         "'catalog export --system-columns', not a directory")
-    export = load_export(read_catalog_bytes(path), path)
-
-    def records() -> Any:
-        return XLogReader(iter_segments(wal, start_lsn=restart_lsn, end_lsn=end_lsn or None),
-                          start_lsn=restart_lsn)
-
-    return CatalogRedo(export, path).run(records).catalog()
-
-
-def _wal_scan(wal: List[str], restart_lsn: int, scan: Callable[[Any], Set[int]],
-              upto: Optional[int] = None) -> Callable[[], Set[int]]:
-    """``scan`` (logical.scan_aborted / scan_aborted_prepared) over the given WAL from
-    ``restart_lsn`` (to the record ending at ``upto``, when given), run when first
-    called: the commit log at decoding time, which only some decodes ask for (a second
-    read of the WAL, at header cost)."""
-    from ..adapters.files import iter_segments
-    from ..wal.xlogreader import XLogReader
-
-    def load() -> Set[int]:
-        return scan(XLogReader(iter_segments(wal, start_lsn=restart_lsn, end_lsn=upto),
-                               start_lsn=restart_lsn, end_lsn=upto))
-
-    return load
-
-
-def decode_namespace(wal: List[str], catalog: str, **fields: Any) -> argparse.Namespace:
-    """The arguments ``decode WAL... --catalog CATALOG`` parses to, every other flag at
-    its default, with ``fields`` (argument names: ``start_lsn="0/16B3748"``) set: how a
-    driver other than the command line (adapters/spark.py) asks for the same decode."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["decode", "-", "--catalog", "-"])
-    args.wal = list(wal)
-    args.catalog = catalog
-    for name, value in fields.items():
-        if not hasattr(args, name):
-            raise UsageError(f"decode has no argument {name!r}")
-        setattr(args, name, value)
-    return args
-
-
-class SlotPositions(NamedTuple):
-    """The slot a decode acts as (ReplicationSlotPersistentData's fields it reads)."""
-
-    restart_lsn: int
-    #: confirmed_flush: commits before it are not output (start_decoding_at)
-    start_lsn: int
-    two_phase: Optional[bool]
-    two_phase_at: Optional[int]
-    database: Optional[int]
-
-
-def slot_positions(args: argparse.Namespace) -> SlotPositions:
-    """--restart-lsn, --start-lsn, --two-phase, --two-phase-at, --database, each taken
-    from the copied slot state file (RestoreSlotFromDisk) when not given."""
-    restart_lsn = parse_lsn(args.restart_lsn) if args.restart_lsn else None
-    start_lsn = parse_lsn(args.start_lsn) if args.start_lsn else None
-    two_phase = args.two_phase
-    two_phase_at = parse_lsn(args.two_phase_at) if args.two_phase_at else None
-    database = args.database
-    if args.slot_state:
-        from ..logical.slot import read_slot_state
-
-        with open(args.slot_state, "rb") as f:
-            st = read_slot_state(f.read(), args.slot_state)
-        if restart_lsn is None:
-            restart_lsn = st.restart_lsn
-        if start_lsn is None:
-            start_lsn = st.confirmed_flush
-        if two_phase is None:
-            two_phase = st.two_phase
-        if two_phase_at is None and st.two_phase:
-            two_phase_at = st.two_phase_at
-        if database is None:
-            database = st.database
-    if restart_lsn is None or start_lsn is None:
-        raise UsageError("give --restart-lsn and --start-lsn, or --slot-state")
-    return SlotPositions(restart_lsn, start_lsn, two_phase, two_phase_at, database)
-
-
-class DecodeSetup(NamedTuple):
-    """What ``open_decode`` resolved: the slot, the end, the catalog, the plugin."""
-
-    slot: SlotPositions
-    #: upto_lsn (0: the end of valid WAL)
-    end_lsn: int
-    catalog: Any
-    plugin: Any
-    database: int
-
-
-def open_decode(args: argparse.Namespace) -> DecodeSetup:
-    """The checks and loads before a decoding context: the slot's positions, the
-    end, the catalog (JSON export, directory, or redone), the output plugin."""
-    slot = slot_positions(args)
-    end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
+def request_from_args(args: argparse.Namespace) -> DecodeRequest:
+    """The ``DecodeRequest`` of ``decode``'s arguments (every value checked: a bad
+    LSN, size or release is a ``UsageError`` naming the flag)."""
     if args.upto_nchanges < 0:
         raise UsageError("--upto-nchanges must not be negative")
-    catalog: Any
-    if getattr(args, "catalog_redo", False):
-        catalog = _redo_catalog(args.catalog, args.wal, slot.restart_lsn, end_lsn)
-    elif os.path.isdir(args.catalog):
-        from ..catalog.physical import PhysicalCatalog
+    return DecodeRequest(
+        wal=tuple(args.wal), catalog=args.catalog, catalog_redo=args.catalog_redo,
+        slot_state=args.slot_state,
+        restart_lsn=_lsn_arg("--restart-lsn", args.restart_lsn),
+        start_lsn=_lsn_arg("--start-lsn", args.start_lsn),
+        end_lsn=_lsn_arg("--end-lsn", args.end_lsn) or 0,
+        upto_nchanges=args.upto_nchanges, two_phase=args.two_phase,
+        two_phase_at=_lsn_arg("--two-phase-at", args.two_phase_at),
+        database=args.database, snapshot_dir=args.snapshot_dir, plugin=args.plugin,
+        options=plugin_options(args.option), work_mem=parse_size(args.work_mem),
+        server_version=parse_server_version(args.server_version),
+        spill_dir=args.spill_dir, spill_store=args.spill_store, eviction=args.eviction,
+        debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
+        settings=settings_from_args(args), crc_worker=args.crc_worker,
+        format_worker=args.format_worker)
 
-        catalog = PhysicalCatalog.load(args.catalog, slot.database)
-    else:
-        from ..catalog.snapshot import CatalogSnapshot
 
-        catalog = CatalogSnapshot.load(args.catalog)
-    database = slot.database if slot.database is not None else catalog.database_oid
-    plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
-    return DecodeSetup(slot, end_lsn, catalog, plugin, database)
-
-
-def start_decode(args: argparse.Namespace, setup: DecodeSetup,
-                 sink: Callable[[int, int, bytes], None],
-                 commit_log_at: Optional[int] = None) -> Tuple[Any, Any, Any]:
-    """CreateDecodingContext for ``open_decode``'s setup, rows going to ``sink``: the
-    (context, XLogReader from the slot's restart_lsn, spill store or None).  The
-    caller decodes, then shuts the context down and closes the spill store.
-
-    The commit log the decode asks (concurrent aborts, 18's aborted transactions) is
-    the one of a decode made after all the given WAL was written, or, with
-    ``commit_log_at``, made when the WAL ended there (a stream's micro-batch)."""
-    from ..adapters.files import iter_segments
-    from ..logical.logical import LogicalDecodingContext
-    from ..wal.xlogreader import XLogReader
-
-    slot, end_lsn, catalog = setup.slot, setup.end_lsn, setup.catalog
-    restart_lsn = slot.restart_lsn
-    spill_store: Any = None
-    if args.spill_store != "memory":
-        from ..adapters.parquet_spill import open_spill_store
-
-        spill_store = open_spill_store(args.spill_dir, args.spill_store)
+def _lsn_arg(flag: str, text: Optional[str]) -> Optional[int]:
+    if not text:
+        return None
     try:
-        ctx = LogicalDecodingContext(
-            setup.plugin, catalog, database=setup.database, start_lsn=slot.start_lsn,
-            two_phase=bool(slot.two_phase), two_phase_at=slot.two_phase_at,
-            options=_options(args.option), snapshots=_load_snapshots(args.snapshot_dir),
-            sink=sink, work_mem=parse_size(args.work_mem), major=catalog.major,
-            spill_store=spill_store, eviction=args.eviction,
-            debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
-            server_version_num=parse_server_version(args.server_version, catalog.major),
-        )
-    except BaseException:
-        if spill_store is not None:
-            spill_store.close()
-        raise
-    if ctx.twophase or ctx.streaming:
-        # what the server's commit log knew when it decoded: prepared transactions
-        # rolled back anywhere in the given WAL, and with streaming any (sub)transaction
-        # rolled back in it (concurrent aborts, see logical.py)
-        from ..logical.logical import scan_aborted, scan_aborted_prepared
-
-        ctx.aborted_xids_loader = _wal_scan(
-            args.wal, restart_lsn, scan_aborted if ctx.streaming else scan_aborted_prepared,
-            commit_log_at)
-    if ctx.reorder.major >= 18:
-        # ReorderBufferCheckAndTruncateAbortedTXN asks the commit log: model a decode
-        # after all the given WAL, an xid is aborted iff its abort record is in it.
-        # Only an eviction asks: the WAL is scanned then, if ever.
-        from ..logical.logical import scan_aborted
-
-        ctx.reorder.aborted_xids_loader = _wal_scan(args.wal, restart_lsn, scan_aborted,
-                                                    commit_log_at)
-    segments = iter_segments(args.wal, start_lsn=restart_lsn, end_lsn=end_lsn or None,
-                             read_ahead=READ_AHEAD)
-    return ctx, XLogReader(segments, start_lsn=restart_lsn), spill_store
-
-
-def _start_crc_worker(args: argparse.Namespace) -> Any:
-    """``--crc-worker``: a second process checking the CRCs of the WAL the decode will
-    read (adapters/crc_worker.py), or None.  Started before the catalog loads: the
-    child gets a head start and shares a smaller heap with this process."""
-    from ..adapters import crc_worker
-
-    mode = getattr(args, "crc_worker", "off")
-    if not crc_worker.wanted(mode):
-        return None
-    restart_lsn = slot_positions(args).restart_lsn
-    end_lsn = parse_lsn(args.end_lsn) if args.end_lsn else 0
-    if not crc_worker.wanted(mode, crc_worker.wal_span(args.wal, restart_lsn, end_lsn)):
-        return None
-    return crc_worker.start_crc_worker(args.wal, restart_lsn, end_lsn, end_lsn)
-
-
-def _format_worker(args: argparse.Namespace, setup: DecodeSetup) -> Any:
-    """``--format-worker``: the (not yet started) process that will print the rows and
-    write the tsv (adapters/format_worker.py), or None."""
-    from ..adapters import format_worker
-
-    mode = getattr(args, "format_worker", "off")
-    if args.format != "tsv" or args.upto_nchanges or not format_worker.wanted(mode):
-        return None
-    if not args.output:
-        try:
-            sys.stdout.buffer.fileno()  # the child writes to the same file
-        except (AttributeError, OSError, ValueError):
-            return None  # an in-memory stdout (a test's capture): the child's copy is lost
-    if mode == "auto":
-        from ..adapters.crc_worker import wal_span
-
-        span = wal_span(args.wal, setup.slot.restart_lsn, setup.end_lsn)
-        if not format_worker.wanted(mode, span):
-            return None
-    from ..adapters.files import segment_name_of
-
-    wal = list(args.wal)
-    return format_worker.FormatWorker(locate=lambda lsn: segment_name_of(wal, lsn))
+        return parse_lsn(text)
+    except UsageError as err:
+        raise UsageError(f"{flag}: {err.message}") from None
 
 
 def _open_output(path: Optional[str]) -> BinaryIO:
@@ -738,96 +313,61 @@ def _open_output(path: Optional[str]) -> BinaryIO:
         raise UsageError(f"cannot write the output file: {err.strerror}", file=path) from None
 
 
-def _finish_output(outs: List[BinaryIO], flush_rows: Callable[[], None], close: bool) -> None:
-    """Write the rows still batched and flush; close an ``-O`` file even when that
-    write fails (a full disk: the error goes on, the file is not left open)."""
-    if not outs:
-        return
-    try:
-        flush_rows()
-        outs[0].flush()
-    finally:
-        if close:
-            try:
-                outs[0].close()
-            except OSError:
-                pass  # the same failed write again: the first error is the one raised
+def _jsonl_sink(write: Callable[[bytes], Any]) -> RowSink:
+    def sink(lsn: int, xid: int, data: bytes) -> None:
+        write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
+                          "data": data.decode("utf-8", "backslashreplace")},
+                         ensure_ascii=False).encode("utf-8") + b"\n")
+    return sink
+
+
+def _nothing() -> None:
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
-    after_evict = _setup_memory()
-    worker = _start_crc_worker(args)
-    try:
-        return _run(args, after_evict, worker)
-    finally:
-        if worker is not None:
-            worker.close()
-
-
-def _run(args: argparse.Namespace, after_evict: Callable[[int], None], worker: Any) -> int:
-    setup = open_decode(args)
-    end_lsn = setup.end_lsn
-    # the output file is opened once the decode could start: a usage error found while
-    # setting it up (a plugin option, --server-version, --snapshot-dir) leaves an
-    # earlier output in place
-    outs: List[BinaryIO] = []
-
-    def write(data: bytes) -> Any:
-        return outs[0].write(data)
-
-    progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
-    progress.start_lsn = setup.slot.restart_lsn
-    flush_rows: Callable[[], None] = _nothing
-    printer = _format_worker(args, setup)
-    if printer is not None:
-        # rows go to the worker, which formats the tsv and writes the output itself
-        sink = printer.line_sink
-    elif args.format == "tsv":
-        sink, flush_rows = _tsv_sink(write)
-    else:
-        def sink(lsn: int, xid: int, data: bytes) -> None:
-            write(json.dumps({"lsn": format_lsn(lsn), "xid": xid,
-                              "data": data.decode("utf-8", "backslashreplace")},
-                             ensure_ascii=False).encode("utf-8") + b"\n")
-    ctx, reader, spill_store = start_decode(args, setup, sink)
-    if after_evict is not _nothing_evicted:
-        ctx.reorder.after_evict = after_evict
-    if worker is not None:
-        reader.crc_checked_upto = worker.checked_upto
-    try:
-        outs.append(_open_output(args.output))
-        if printer is not None:
-            printer.start(outs[0], setup.plugin, _tsv_sink)
-            ctx.row_offload = printer
-        if progress.enabled:
-            def records() -> Any:
-                for rec in reader:
-                    yield rec
-                    if rec.rmid == 1:  # RM_XACT_ID: commits, aborts, prepares
-                        progress.commits += 1
-                    progress.tick(rec.end_lsn)
-            ctx.decode(records(), upto_lsn=end_lsn, upto_nchanges=args.upto_nchanges)
-        else:
-            ctx.decode(reader, upto_lsn=end_lsn, upto_nchanges=args.upto_nchanges)
-        ctx.shutdown()
-    except KeyboardInterrupt:
-        if printer is not None:
-            printer.kill()
-        raise
-    finally:
-        progress.done()
+    request = request_from_args(args)
+    session = DecodeSession(request, after_evict=_setup_memory())
+    session.read_ahead = READ_AHEAD
+    with session:
+        # the output is opened once the decode could start: a usage error found while
+        # setting it up (a plugin option, --server-version, --snapshot-dir) leaves an
+        # earlier output in place
+        out = _open_output(args.output)
+        progress = _Progress(args.progress if args.progress is not None
+                             else sys.stderr.isatty())
+        assert session.slot is not None
+        progress.start_lsn = session.slot.restart_lsn
+        flush_rows: Callable[[], None] = _nothing
         try:
-            if printer is not None:
-                # waits for the rows sent; the worker's error, if any, wins: it is earlier
-                printer.close()
+            if session.wants_format_worker(args.format == "tsv", out):
+                # rows go to the worker, which formats the tsv and writes the output
+                session.start_format_worker(out, tsv_sink)
+            elif args.format == "tsv":
+                sink, flush_rows = tsv_sink(out.write)
+                session.set_sink(sink)
+            else:
+                session.set_sink(_jsonl_sink(out.write))
+            session.run(on_record=progress.record if progress.enabled else None)
         finally:
-            _finish_output(outs, flush_rows, bool(args.output))
-            if spill_store is not None:
-                spill_store.close()  # the spill files are removed on error too
+            progress.done()
+            _finish_output(out, flush_rows, bool(args.output))
+        stats = session.stats
     if args.stats:
-        for name, value in ctx.stats.as_dict().items():
+        for name, value in stats.items():
             sys.stderr.write(f"{name}\t{value}\n")
-        if spill_store is not None:
-            # what the spill files took on disk (PostgreSQL's spill_bytes counts memory)
-            sys.stderr.write(f"spill_file_bytes\t{spill_store.spilled_bytes}\n")
     return 0
+
+
+def _finish_output(out: BinaryIO, flush_rows: Callable[[], None], close: bool) -> None:
+    """Write the rows still batched and flush; close an ``-O`` file even when that
+    write fails (a full disk: the error goes on, the file is not left open)."""
+    try:
+        flush_rows()
+        out.flush()
+    finally:
+        if close:
+            try:
+                out.close()
+            except OSError:
+                pass  # the same failed write again: the first error is the one raised

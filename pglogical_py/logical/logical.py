@@ -556,6 +556,16 @@ class LogicalDecodingContext:
         self._sink(self.write_location, self.write_xid, bytes(self.out))
         self.prepared_write = False
 
+    @property
+    def current_sink(self) -> RowSink:
+        """Where rows go now (``set_sink``'s, or the context's own ``rows`` list)."""
+        return self._sink
+
+    def set_sink(self, sink: RowSink) -> None:
+        """Where rows go from now on.  Set it before decoding starts: a plugin's fast
+        lane made for a relation keeps the sink it was given (``fast_apply``)."""
+        self._sink = sink
+
     def catalog_token(self) -> Tuple[Any, int]:
         """What the relations looked up for a change depend on: the catalog the
         historic snapshot in force sees, and the invalidations executed so far
