@@ -34,7 +34,7 @@ INVARIANTS
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
 from .errors import UsageError
 from .lsn import format_lsn, parse_lsn
@@ -267,7 +267,7 @@ class DecodeIterator:
             self._take: Callable[[], List[Any]] = self._own_items
         else:
             self._take = take
-        self._steps: Optional[Iterator[None]] = self._session.steps()
+        self._steps: Optional[Generator[None, None, None]] = self._session.steps()
         self._pending: List[Any] = []
         self._pos = 0
         self.stats: Dict[str, int] = {}

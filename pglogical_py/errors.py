@@ -29,6 +29,7 @@ NOTES
          │    ├── SnapshotBuildError  illegal snapshot builder transition / bad .snap
          │    └── UnknownTypeError    a column type with no output function
          ├── SpillError               spill store failure
+         ├── OutputError              the decode's output cannot be written (disk full)
          └── UsageError               bad arguments from the user (CLI/API)
 
 INVARIANTS
@@ -149,6 +150,10 @@ class SpillError(PglogicalError):
     """The spill store failed to write or restore changes."""
 
 
+class OutputError(PglogicalError):
+    """The decode's output (standard output, ``-O FILE``) could not be written."""
+
+
 class UsageError(PglogicalError):
     """Bad arguments given by the user."""
 
@@ -169,5 +174,6 @@ __all__ = [
     "SnapshotBuildError",
     "UnknownTypeError",
     "SpillError",
+    "OutputError",
     "UsageError",
 ]

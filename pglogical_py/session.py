@@ -53,6 +53,7 @@ from typing import (
     BinaryIO,
     Callable,
     Dict,
+    Generator,
     Iterator,
     List,
     NamedTuple,
@@ -60,9 +61,11 @@ from typing import (
     Sequence,
     Set,
     Tuple,
+    Union,
 )
 
-from .errors import UsageError
+from .errors import UsageError, WalTruncatedError
+from .lsn import format_lsn
 from .types import OutputSettings
 
 #: a row of an output plugin: (LSN, xid, data)
@@ -103,7 +106,8 @@ class DecodeRequest:
     upto_nchanges: int = 0
     two_phase: Optional[bool] = None
     two_phase_at: Optional[int] = None
-    database: Optional[int] = None
+    #: the slot's database: an oid or a name
+    database: Union[int, str, None] = None
     snapshot_dir: Optional[str] = None
     plugin: Any = "test_decoding"
     options: Tuple[Tuple[str, Optional[str]], ...] = ()
@@ -118,12 +122,16 @@ class DecodeRequest:
     format_worker: str = "off"
     #: a stream's micro-batch: the commit log as it was when the WAL ended here
     commit_log_at: Optional[int] = None
+    #: without end_lsn: valid WAL ending before the last supplied segment's end is an
+    #: error (``WalTruncatedError``), not the end of the decode
+    require_end: bool = False
 
     def __post_init__(self) -> None:
         if not self.wal:
             raise UsageError("no WAL given: name segment files or directories")
         if self.upto_nchanges < 0:
             raise UsageError("upto_nchanges must not be negative")
+        check_work_mem(self.work_mem)
         for name, value, allowed in (("spill_store", self.spill_store, SPILL_STORES),
                                      ("eviction", self.eviction, EVICTIONS),
                                      ("crc_worker", self.crc_worker, WORKER_MODES),
@@ -151,6 +159,21 @@ def parse_size(text: str) -> int:
         return int(t) * 1024  # a bare number is kB, as logical_decoding_work_mem
     except ValueError:
         raise UsageError(f"invalid size {text!r} (e.g. 64MB)") from None
+
+
+#: logical_decoding_work_mem's range (guc_tables.c: 64 kB .. MAX_KILOBYTES)
+MIN_WORK_MEM = 64 * 1024
+MAX_WORK_MEM = 2147483647 * 1024
+
+
+def check_work_mem(value: int) -> None:
+    """logical_decoding_work_mem's check, with PostgreSQL's range in the message (a
+    smaller budget spills after every change: the decoding context itself still takes
+    one, for tests)."""
+    if not MIN_WORK_MEM <= value <= MAX_WORK_MEM:
+        shown = f"{value // 1024} kB" if value % 1024 == 0 else f"{value} bytes"
+        raise UsageError(f'invalid value for parameter "logical_decoding_work_mem": {shown} '
+                         "is outside the valid range (64 kB .. 2147483647 kB)")
 
 
 def parse_server_version(text: Optional[str], major: int = 0) -> int:
@@ -205,7 +228,7 @@ class SlotPositions(NamedTuple):
     start_lsn: int
     two_phase: Optional[bool]
     two_phase_at: Optional[int]
-    database: Optional[int]
+    database: Union[int, str, None]
 
 
 def read_file(path: str, what: str) -> bytes:
@@ -282,6 +305,21 @@ def _redo_catalog(request: DecodeRequest, restart_lsn: int) -> Any:
                           start_lsn=restart_lsn)
 
     return CatalogRedo(export, path).run(records).catalog()
+
+
+def database_oid(catalog: Any, database: Union[int, str, None]) -> int:
+    """The slot's database oid: the one named (by oid or name), checked against the
+    catalog's, or the catalog's own."""
+    own = int(catalog.database_oid)
+    if database is None:
+        return own
+    if isinstance(database, str):
+        name = getattr(catalog, "datname", None)
+        if name is not None and name != database:
+            raise UsageError(f"database {database!r} is not the catalog's ({name!r}, oid "
+                             f"{own})")
+        return own
+    return int(database)
 
 
 def make_plugin(plugin: Any, settings: OutputSettings) -> Any:
@@ -368,6 +406,7 @@ class DecodeSession:
         self.format_worker: Any = None
         self._opened = False
         self._closed = False
+        self._extent: Any = None
 
     # -- opening ------------------------------------------------------------------------
 
@@ -396,6 +435,7 @@ class DecodeSession:
         req = self.request
         self.crc_worker = self._start_crc_worker()
         slot = self.slot = slot_positions(req)
+        self._check_positions(slot)
         catalog = self.catalog = load_catalog(req, slot)
         major = int(getattr(catalog, "major", 0) or 0)
         check_server_version(req.server_version, major)
@@ -405,7 +445,7 @@ class DecodeSession:
 
             settings = replace(settings, major=major)
         self.plugin = make_plugin(req.plugin, settings)
-        self.database = slot.database if slot.database is not None else catalog.database_oid
+        self.database = database_oid(catalog, slot.database)
         snapshots = load_snapshots(req.snapshot_dir)
         if req.spill_store != "memory":
             from .adapters.parquet_spill import open_spill_store
@@ -418,6 +458,65 @@ class DecodeSession:
         self.reader = XLogReader(segments, start_lsn=slot.restart_lsn)
         if self.crc_worker is not None:
             self.reader.crc_checked_upto = self.crc_worker.checked_upto
+
+    def _check_positions(self, slot: SlotPositions) -> None:
+        """A decode that could only give nothing is a usage error: an end before the
+        start, or a restart LSN past the last supplied WAL file."""
+        from .adapters.files import wal_extent
+
+        end = self.request.end_lsn
+        for name, lsn in (("restart", slot.restart_lsn), ("start", slot.start_lsn)):
+            if end and end < lsn:
+                raise UsageError(f"the end LSN {format_lsn(end)} is before the {name} LSN "
+                                 f"{format_lsn(lsn)}: nothing to decode")
+        extent = self._extent = wal_extent(list(self.request.wal))
+        if extent is not None and slot.restart_lsn >= extent.end:
+            raise UsageError(f"the restart LSN {format_lsn(slot.restart_lsn)} is past the "
+                             f"WAL given: its last segment {extent.last} ends at "
+                             f"{format_lsn(extent.end)}", lsn=slot.restart_lsn)
+
+    def _check_end(self) -> None:
+        """Where the decode stopped, against what was asked (after a complete decode):
+        valid WAL ending before end_lsn (or, with require_end, before the last supplied
+        segment's end) is a ``WalTruncatedError`` naming the file and the LSN reached;
+        a start LSN past the end of valid WAL is a usage error."""
+        reader, req, slot = self.reader, self.request, self.slot
+        ended = reader.end_of_wal
+        if ended is None or slot is None:
+            return  # stopped at end_lsn (or upto_nchanges)
+        why = reader.end_reason or "end of valid WAL"
+        ended_at = self._next_record_start(ended)
+        if req.end_lsn and ended_at < req.end_lsn:
+            raise WalTruncatedError(f"WAL ends at {format_lsn(ended)} before the requested "
+                                    f"end {format_lsn(req.end_lsn)}: {why}", lsn=ended,
+                                    file=self._file_of(ended))
+        extent = self._extent
+        if req.require_end and extent is not None and ended_at < extent.end:
+            raise WalTruncatedError(f"WAL ends at {format_lsn(ended)} before the end of the "
+                                    f"last supplied segment {extent.last} "
+                                    f"({format_lsn(extent.end)}): {why}", lsn=ended,
+                                    file=self._file_of(ended))
+        if slot.start_lsn > ended_at:
+            raise UsageError(f"the start LSN {format_lsn(slot.start_lsn)} is past the end "
+                             f"of valid WAL at {format_lsn(ended)} ({why})", lsn=ended)
+
+    def _next_record_start(self, lsn: int) -> int:
+        """Where a record after one ending at ``lsn`` would start: MAXALIGNed, past the
+        page header when that is a page boundary.  WAL that ends at ``lsn`` has read
+        every record that starts before this (pg_current_wal_insert_lsn() after a
+        record ending at a page boundary names the next page's first record)."""
+        reader = self.reader
+        blcksz = int(getattr(reader, "xlog_blcksz", 8192) or 8192)
+        seg_size = int(getattr(reader, "segment_size", 0) or 0)
+        pos = (lsn + 7) & ~7
+        if pos % blcksz == 0:
+            pos += 40 if seg_size and pos % seg_size == 0 else 24
+        return pos
+
+    def _file_of(self, lsn: int) -> Optional[str]:
+        from .adapters.files import segment_name_of
+
+        return segment_name_of(list(self.request.wal), lsn)
 
     def _context(self, slot: SlotPositions, catalog: Any, snapshots: Dict[int, bytes]) -> Any:
         """CreateDecodingContext: the plugin's startup runs (its options checked)."""
@@ -549,8 +648,10 @@ class DecodeSession:
         ctx.decode(records, upto_lsn=req.end_lsn, upto_nchanges=req.upto_nchanges)
         ctx.shutdown()
         self._finish_output()
+        if not req.upto_nchanges:
+            self._check_end()
 
-    def steps(self) -> Iterator[None]:
+    def steps(self) -> Generator[None, None, None]:
         """The decode as a generator: it yields after each record handed to the
         decoder (what a consumer of the sink's rows waits for), then shuts the context
         down.  With upto_nchanges it stops after the record that brought the rows to
@@ -584,6 +685,8 @@ class DecodeSession:
                 yield None
         ctx.shutdown()
         self._finish_output()
+        if not req.upto_nchanges:
+            self._check_end()
 
     def _finish_output(self) -> None:
         """Wait for the format worker to write everything sent (its error, if any, is
@@ -610,6 +713,15 @@ class DecodeSession:
         """The end of the last valid record read, when the decode read to the end of
         valid WAL (None before, or when it stopped at end_lsn first)."""
         return None if self.reader is None else self.reader.end_of_wal
+
+    @property
+    def resume_lsn(self) -> int:
+        """The end of the last transaction whose output is complete: after a failure,
+        the start LSN (confirmed_flush) a new decode resumes from without losing or
+        repeating a transaction (the slot's own start before any)."""
+        if self.ctx is not None:
+            return int(self.ctx.last_commit_end_lsn)
+        return self.slot.start_lsn if self.slot is not None else 0
 
     @property
     def end_reason(self) -> Optional[str]:

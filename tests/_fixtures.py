@@ -47,3 +47,25 @@ def type_outputs_generator() -> ModuleType:
     their fixture generator share) as module ``gen_type_outputs``."""
     here = os.path.dirname(os.path.abspath(__file__))
     return load_module("gen_type_outputs", os.path.join(here, "data", "gen_type_outputs.py"))
+
+
+def decode_end(meta: dict) -> str:
+    """The end LSN (upto_lsn) that reproduces a fixture's peek with its captured WAL.
+
+    The peek ran with upto_lsn = the server's flush LSN (``flush_lsn_at_decode``); the
+    captured segments are those up to the one holding ``end_lsn`` (the insert LSN after
+    the workload).  When the flush LSN is a segment boundary past ``end_lsn``, the
+    record PostgreSQL read across it continues in a segment that was not captured:
+    the captured WAL ends at ``end_lsn``, which is then the end that asks for no more
+    than the fixture holds (the decode refuses an end its WAL does not reach)."""
+    end = meta["end_lsn"]
+    flush = meta.get("decode", {}).get("flush_lsn_at_decode") or end
+
+    def lsn(text: str) -> int:
+        hi, lo = text.split("/")
+        return int(hi, 16) << 32 | int(lo, 16)
+
+    seg = int(meta.get("wal_segment_size") or 0)
+    if seg and lsn(flush) > lsn(end) and lsn(flush) % seg == 0:
+        return str(end)
+    return str(flush)

@@ -16,7 +16,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from _fixtures import workload_dirs  # type: ignore[import-not-found]
+from _fixtures import decode_end, workload_dirs  # type: ignore[import-not-found]
 
 import pglogical_py
 from pglogical_py.adapters.tsv import escape_tsv
@@ -50,13 +50,12 @@ def fixture_arguments(wdir: str, optionset: str = OPTIONSET) -> Dict[str, Any]:
     (without ``options``: see ``fixture_options``)."""
     with open(os.path.join(wdir, "meta.json")) as f:
         meta = json.load(f)
-    decode = meta["decode"]
     physical = os.path.join(wdir, "physical")
     kw: Dict[str, Any] = {
         "catalog": physical if os.path.isdir(physical)
         else os.path.join(wdir, "catalog.json.gz"),
         "slot_state": os.path.join(wdir, "slot.state"),
-        "end_lsn": decode.get("flush_lsn_at_decode") or meta["end_lsn"],
+        "end_lsn": decode_end(meta),
         "timezone": meta.get("timezone", "UTC"),
         "spill_store": "memory",
     }

@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import _matrix  # type: ignore[import-not-found]
 import pytest
+from _fixtures import decode_end  # type: ignore[import-not-found]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -303,7 +304,7 @@ def _basic() -> Path:
 
 def _argv(d: Path, wal: Path, out: Path, worker: str) -> List[str]:
     meta = json.loads((d / "meta.json").read_text())
-    upto = str(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"])
+    upto = decode_end(meta)
     return ["decode", str(wal), "--catalog", str(d / "catalog.json.gz"),
             "--slot-state", str(d / "slot.state"), "--end-lsn", upto,
             "-o", "include-xids=1", "-o", "skip-empty-xacts=0", "-O", str(out),
@@ -363,7 +364,7 @@ def _corrupt_basic(tmp_path: Path) -> Tuple[Path, Path, int]:
     d = _basic()
     segs = list(iter_segments(str(d / "wal")))
     meta = json.loads((d / "meta.json").read_text())
-    upto = parse_lsn(str(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"]))
+    upto = parse_lsn(decode_end(meta))
     heap = [r for r in XLogReader(segs) if r.rmid == 10 and r.lsn < upto
             and (r.lsn % 8192) + r.tot_len < 8192 and r.tot_len > 60]
     victim = heap[len(heap) // 2]

@@ -17,6 +17,7 @@ from contextlib import redirect_stdout
 from typing import Any, List
 
 import pytest
+from _fixtures import decode_end  # type: ignore[import-not-found]
 
 from pglogical_py.logical.reorderbuffer import (
     CHANGE_INTERNAL_COMMAND_ID,
@@ -246,7 +247,7 @@ def test_cli_decode_with_catalog_directory(optionset: str) -> None:
     opts = dec["optionsets"][optionset]
     argv = ["decode", os.path.join(wdir, "wal"), "--catalog", os.path.join(wdir, "physical"),
             "--slot-state", os.path.join(wdir, "slot.state"),
-            "--end-lsn", dec.get("flush_lsn_at_decode") or meta["end_lsn"], "--no-progress"]
+            "--end-lsn", decode_end(meta), "--no-progress"]
     for i in range(0, len(opts), 2):
         argv += ["-o", f"{opts[i]}={opts[i + 1]}"]
     snapdir = os.path.join(wdir, "snapshots")

@@ -8,6 +8,7 @@ import os
 from typing import Dict, List, Tuple
 
 import pytest
+from _fixtures import decode_end  # type: ignore[import-not-found]
 
 from pglogical_py.adapters.tsv import escape_tsv
 from pglogical_py.cli import main
@@ -27,7 +28,7 @@ def _fixture() -> str:
 def _upto(d: str) -> str:
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
-    return str(meta["decode"].get("flush_lsn_at_decode") or meta["end_lsn"])
+    return decode_end(meta)
 
 
 def test_escape_tsv() -> None:

@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from _fixtures import FIXTURES  # type: ignore[import-not-found]  # noqa: E402
+from _fixtures import FIXTURES, decode_end  # type: ignore[import-not-found]  # noqa: E402
 from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
     expected_output as _expected,  # decode/<set>.tsv(.gz): PostgreSQL's peek
 )
@@ -82,7 +82,7 @@ def _fixture_options(wdir: str, optionset: str, *, binary: bool = True) -> Dict[
         "catalog": physical if os.path.isdir(physical)
         else os.path.join(wdir, "catalog.json.gz"),
         "slotState": os.path.join(wdir, "slot.state"),
-        "endLsn": decode.get("flush_lsn_at_decode") or meta["end_lsn"],
+        "endLsn": decode_end(meta),
         "workMem": meta.get("settings", {}).get("logical_decoding_work_mem", "64MB"),
         "timezone": meta.get("timezone", "UTC"),
         "binary": "true" if binary else "false",

@@ -55,7 +55,8 @@ from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 from ..errors import DecompressionError, NotWalError, PglogicalError, UsageError, WalError
 from ..wal.xlogreader import parse_wal_file_name
 
-__all__ = ["iter_segments", "find_segment_files", "SegmentFile", "read_segment"]
+__all__ = ["iter_segments", "find_segment_files", "SegmentFile", "read_segment", "WalExtent",
+           "wal_extent"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -277,6 +278,37 @@ def segment_name_of(paths_or_dir: Union[PathLike, Sequence[PathLike]], lsn: int
         if f.segno(seg_size) == lsn // seg_size:
             return f.name
     return None
+
+
+class WalExtent:
+    """Where the supplied WAL files lie: ``segment_size``, ``start`` (the first file's
+    first LSN), ``end`` (the LSN after the last file) and the files' bare names."""
+
+    __slots__ = ("segment_size", "start", "end", "first", "last")
+
+    def __init__(self, segment_size: int, start: int, end: int, first: str, last: str
+                 ) -> None:
+        self.segment_size = segment_size
+        self.start = start
+        self.end = end
+        self.first = first
+        self.last = last
+
+
+def wal_extent(paths_or_dir: Union[PathLike, Sequence[PathLike]]) -> Optional[WalExtent]:
+    """The ``WalExtent`` of the WAL files in ``paths_or_dir`` (their names and the first
+    file's page header only: no file is read whole), or None when the files cannot
+    tell (the reader then reports what is wrong)."""
+    files = find_segment_files(paths_or_dir)
+    try:
+        seg_size = _segment_size_of(files[0]) if files else 0
+    except (PglogicalError, OSError):
+        return None
+    if not seg_size:
+        return None
+    first, last = files[0], files[-1]
+    return WalExtent(seg_size, first.segno(seg_size) * seg_size,
+                     (last.segno(seg_size) + 1) * seg_size, first.name, last.name)
 
 
 def iter_segments(

@@ -62,10 +62,10 @@ import json
 import os
 import sys
 import time
-from typing import Any, BinaryIO, Callable, Optional
+from typing import Any, BinaryIO, Callable, Optional, Union
 
 from ..adapters.tsv import RowSink, tsv_sink
-from ..errors import UsageError
+from ..errors import OutputError, PglogicalError, UsageError
 from ..lsn import format_lsn, parse_lsn
 from ..session import (
     DecodeRequest,
@@ -230,8 +230,13 @@ def add_parser(sub: Any) -> None:
     # --timezone, --datestyle, --intervalstyle, --extra-float-digits, --bytea-output,
     # --tzdata, --unknown-types: the session settings the output functions read
     add_output_arguments(p)
-    p.add_argument("--database", type=int, help="the slot's database oid (default: the "
-                   "catalog's)")
+    p.add_argument("--database", metavar="OID|NAME",
+                   help="the slot's database, by oid or name (default: the slot state's, "
+                   "else the catalog's; a data directory holding one database besides "
+                   "the templates needs none)")
+    p.add_argument("--require-end", action="store_true",
+                   help="without --end-lsn: valid WAL ending before the end of the last "
+                   "segment given is an error (exit 3), not the end of the decode")
     p.add_argument("--format", choices=("tsv", "jsonl"), default="tsv")
     p.add_argument("--progress", action="store_true", default=None,
                    help="position, MB/s and transactions/s on stderr (default when stderr "
@@ -285,13 +290,22 @@ def request_from_args(args: argparse.Namespace) -> DecodeRequest:
         end_lsn=_lsn_arg("--end-lsn", args.end_lsn) or 0,
         upto_nchanges=args.upto_nchanges, two_phase=args.two_phase,
         two_phase_at=_lsn_arg("--two-phase-at", args.two_phase_at),
-        database=args.database, snapshot_dir=args.snapshot_dir, plugin=args.plugin,
+        database=_database_arg(args.database), snapshot_dir=args.snapshot_dir,
+        plugin=args.plugin, require_end=args.require_end,
         options=plugin_options(args.option), work_mem=parse_size(args.work_mem),
         server_version=parse_server_version(args.server_version),
         spill_dir=args.spill_dir, spill_store=args.spill_store, eviction=args.eviction,
         debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
         settings=settings_from_args(args), crc_worker=args.crc_worker,
         format_worker=args.format_worker)
+
+
+def _database_arg(text: Optional[str]) -> Union[int, str, None]:
+    """--database: an oid (digits) or a name."""
+    if text is None:
+        return None
+    t = text.strip()
+    return int(t) if t.isdigit() else t
 
 
 def _lsn_arg(flag: str, text: Optional[str]) -> Optional[int]:
@@ -303,14 +317,55 @@ def _lsn_arg(flag: str, text: Optional[str]) -> Optional[int]:
         raise UsageError(f"{flag}: {err.message}") from None
 
 
-def _open_output(path: Optional[str]) -> BinaryIO:
-    """``-O FILE`` opened for writing (standard output without it)."""
-    if not path:
-        return sys.stdout.buffer
-    try:
-        return open(path, "wb")
-    except OSError as err:
-        raise UsageError(f"cannot write the output file: {err.strerror}", file=path) from None
+class _Output:
+    """Where the rows go: standard output, or ``-O FILE`` written as ``FILE.partial``
+    and renamed to FILE only when the decode succeeded -- a failed decode leaves no
+    file that looks complete, and its rows, up to the failure, in ``FILE.partial``."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self.partial: Optional[str] = None
+        if not path:
+            self.file: BinaryIO = sys.stdout.buffer
+            self.name = "standard output"
+            return
+        # a device, a pipe or a socket is written as it is (nothing to rename)
+        special = os.path.exists(path) and not os.path.isfile(path)
+        target = path if special else path + ".partial"
+        self.partial = None if special else target
+        self.name = target
+        try:
+            self.file = open(target, "wb")
+        except OSError as err:
+            raise UsageError(f"cannot write the output file {target}: {err.strerror}",
+                             file=target) from None
+
+    def finish(self, flush_rows: Callable[[], None], ok: bool) -> None:
+        """Write the rows still batched and flush; an ``-O`` file is closed (even when
+        that write fails) and, with ``ok``, renamed to its name."""
+        try:
+            flush_rows()
+            self.file.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise self.error(err) from None
+        finally:
+            if self.path:
+                try:
+                    self.file.close()
+                except OSError:
+                    pass  # the same failed write again: the first error is the one raised
+        if ok and self.partial is not None and self.path is not None:
+            try:
+                os.replace(self.partial, self.path)
+            except OSError as err:
+                raise OutputError(f"cannot rename {self.partial} to {self.path}: "
+                                  f"{err.strerror}", file=self.path) from None
+
+    def error(self, err: OSError) -> OutputError:
+        return OutputError(f"cannot write the output ({self.name}): "
+                           f"{err.strerror or err}", file=self.path or "<stdout>")
 
 
 def _jsonl_sink(write: Callable[[bytes], Any]) -> RowSink:
@@ -333,41 +388,59 @@ def run(args: argparse.Namespace) -> int:
         # the output is opened once the decode could start: a usage error found while
         # setting it up (a plugin option, --server-version, --snapshot-dir) leaves an
         # earlier output in place
-        out = _open_output(args.output)
-        progress = _Progress(args.progress if args.progress is not None
-                             else sys.stderr.isatty())
-        assert session.slot is not None
-        progress.start_lsn = session.slot.restart_lsn
-        flush_rows: Callable[[], None] = _nothing
+        out = _Output(args.output)
         try:
-            if session.wants_format_worker(args.format == "tsv", out):
-                # rows go to the worker, which formats the tsv and writes the output
-                session.start_format_worker(out, tsv_sink)
-            elif args.format == "tsv":
-                sink, flush_rows = tsv_sink(out.write)
-                session.set_sink(sink)
-            else:
-                session.set_sink(_jsonl_sink(out.write))
-            session.run(on_record=progress.record if progress.enabled else None)
-        finally:
-            progress.done()
-            _finish_output(out, flush_rows, bool(args.output))
+            _decode(args, session, out)
+        except (PglogicalError, OSError) as err:
+            raise _incomplete(err, session, out) from None
         stats = session.stats
+        ended, why = session.end_of_wal, session.end_reason
+    if ended is not None:
+        # the end of valid WAL was where the decode ended: say where and why
+        sys.stderr.write(f"pglogical-py: WAL ends at {format_lsn(ended)}: {why}\n")
     if args.stats:
         for name, value in stats.items():
             sys.stderr.write(f"{name}\t{value}\n")
+        if ended is not None:
+            sys.stderr.write(f"end_of_wal\t{format_lsn(ended)}\nend_reason\t{why}\n")
     return 0
 
 
-def _finish_output(out: BinaryIO, flush_rows: Callable[[], None], close: bool) -> None:
-    """Write the rows still batched and flush; close an ``-O`` file even when that
-    write fails (a full disk: the error goes on, the file is not left open)."""
+def _decode(args: argparse.Namespace, session: DecodeSession, out: _Output) -> None:
+    progress = _Progress(args.progress if args.progress is not None else sys.stderr.isatty())
+    assert session.slot is not None
+    progress.start_lsn = session.slot.restart_lsn
+    flush_rows: Callable[[], None] = _nothing
+    ok = False
     try:
-        flush_rows()
-        out.flush()
+        if session.wants_format_worker(args.format == "tsv", out.file):
+            # rows go to the worker, which formats the tsv and writes the output
+            session.start_format_worker(out.file, tsv_sink)
+        elif args.format == "tsv":
+            sink, flush_rows = tsv_sink(out.file.write)
+            session.set_sink(sink)
+        else:
+            session.set_sink(_jsonl_sink(out.file.write))
+        session.run(on_record=progress.record if progress.enabled else None)
+        ok = True
     finally:
-        if close:
-            try:
-                out.close()
-            except OSError:
-                pass  # the same failed write again: the first error is the one raised
+        progress.done()
+        out.finish(flush_rows, ok)
+
+
+def _incomplete(err: BaseException, session: DecodeSession, out: _Output) -> BaseException:
+    """The error of a decode that wrote part of its output: the typed error (an
+    ``OutputError`` for a failed write), with what a consumer needs to resume --
+    the last complete transaction written -- as its ``output_detail`` (printed by
+    ``cli.main`` after the error line)."""
+    if isinstance(err, BrokenPipeError):
+        return err
+    if not isinstance(err, PglogicalError):
+        assert isinstance(err, OSError)
+        err = out.error(err)
+    resume = format_lsn(session.resume_lsn)
+    where = f"{out.partial} holds" if out.partial else "the output holds"
+    err.output_detail = (  # type: ignore[attr-defined]
+        f"the output is incomplete: {where} every transaction up to the one ending at "
+        f"{resume}, then possibly part of the next; resume with --start-lsn {resume}")
+    return err

@@ -309,6 +309,10 @@ class LogicalDecodingContext:
         #: them while rows reach ``row_offload.line_sink`` (the context's sink)
         self.row_offload: Any = None
         self._sink: RowSink = sink if sink is not None else self._append_row
+        #: the end LSN of the last transaction whose output is complete (its COMMIT,
+        #: PREPARE, COMMIT PREPARED or ROLLBACK PREPARED callback returned): where a
+        #: consumer of a decode that failed later resumes, as confirmed_flush
+        self.last_commit_end_lsn = start_lsn
         self.reorder = ReorderBuffer(
             self._relation_by_filenode, self._relation_by_oid,
             spill_store=spill_store, work_mem=work_mem, major=major or 15,
@@ -662,6 +666,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.stream_prepare(self, txn, prepare_lsn)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def stream_commit_cb_wrapper(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         """stream_commit_cb_wrapper: write_location = txn.end_lsn."""
@@ -669,6 +674,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.stream_commit(self, txn, commit_lsn)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def stream_change_cb_wrapper(self, txn: ReorderBufferTXN, relation: Any,
                                  change: ReorderBufferChange) -> None:
@@ -711,6 +717,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.commit(self, txn, commit_lsn)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def fast_apply(self, relation: Any) -> Optional[Callable[[ReorderBufferTXN,
                                                               ReorderBufferChange], bool]]:
@@ -768,6 +775,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.prepare(self, txn, prepare_lsn)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def commit_prepared_cb_wrapper(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         """commit_prepared_cb_wrapper: write_location = txn.end_lsn."""
@@ -775,6 +783,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.commit_prepared(self, txn, commit_lsn)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def rollback_prepared_cb_wrapper(self, txn: ReorderBufferTXN, prepare_end_lsn: int,
                                      prepare_time: int) -> None:
@@ -783,6 +792,7 @@ class LogicalDecodingContext:
         self.write_location = txn.end_lsn
         self.end_xact = True
         self.plugin.rollback_prepared(self, txn, prepare_end_lsn, prepare_time)
+        self.last_commit_end_lsn = txn.end_lsn
 
     def filter_by_origin(self, origin_id: int) -> bool:
         """filter_by_origin_cb_wrapper."""

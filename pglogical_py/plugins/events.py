@@ -1,0 +1,232 @@
+"""The output plugin behind ``pglogical_py.changes``: test_decoding's rows as typed events.
+
+Mirrors: contrib/test_decoding/test_decoding.c with its default options
+(include-xids=1, include-timestamp=0, skip-empty-xacts=0, only-local=0,
+include-rewrites=0, stream-changes=0): the same callbacks, called in the same cases,
+each producing one event (pglogical_py/events.py) where test_decoding writes one row --
+so the events line up 1:1 with test_decoding's rows, LSN and xid included.
+
+NOTES
+    The LSN and xid of an event are the ones the callback wrapper set for the row
+    (``ctx.write_location`` / ``ctx.write_xid``, logical.c's wrappers), as
+    test_decoding's rows get them.  Row values come from ``logical/values.py``
+    (``ChangeValues`` in typed mode: psycopg 3's values), resolved once per relation
+    descriptor.
+
+    Catalog look-ups are reported to ``ctx.catalog_access`` exactly as test_decoding
+    reports them (its ``_change_general`` / ``tuple_to_stringinfo``): the relation
+    and its namespace when a relation is first printed after an invalidation, then
+    each printed column's type until all of them are cached.  A transaction decoded at
+    PREPARE and rolled back concurrently stops at the first look-up that misses the
+    session's caches (logical.py): reporting the same look-ups stops it at the same
+    change as test_decoding, so the events stay aligned with its rows there too.
+    ``filter_prepare`` is test_decoding's (a gid containing ``_nodecode`` is decoded at
+    COMMIT PREPARED).
+
+INVARIANTS
+    * One event per row test_decoding would write with its defaults, same order, same
+      LSN and xid (tests/test_api.py, every fixture of 15-18).
+    * The plugin takes no options: an option is refused with test_decoding's message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..errors import UsageError
+from ..events import (
+    BEGIN,
+    COMMIT,
+    COMMIT_PREPARED,
+    DELETE,
+    INSERT,
+    PREPARE,
+    ROLLBACK_PREPARED,
+    TRUNCATE,
+    UPDATE,
+    Message,
+    RowChange,
+    TransactionEvent,
+    Truncate,
+    pg_timestamp,
+)
+from ..logical.logical import OutputPluginOptions
+from ..logical.reorderbuffer import (
+    CHANGE_DELETE,
+    CHANGE_INSERT,
+    CHANGE_UPDATE,
+    ReorderBufferChange,
+    ReorderBufferTXN,
+)
+from ..logical.values import ChangeValues
+from ..types import OutputSettings
+
+_KIND = {CHANGE_INSERT: INSERT, CHANGE_UPDATE: UPDATE, CHANGE_DELETE: DELETE}
+
+
+class _Txn:
+    """What the events of one transaction share (its commit's position and time)."""
+
+    __slots__ = ("commit_lsn", "end_lsn", "commit_time")
+
+    def __init__(self, txn: ReorderBufferTXN) -> None:
+        self.commit_lsn = txn.final_lsn
+        self.end_lsn = txn.end_lsn
+        self.commit_time = pg_timestamp(txn.xact_time)
+
+
+class EventsPlugin:
+    """test_decoding's callbacks (default options) emitting ``pglogical_py.events``.
+
+    ``take()`` hands over the events emitted since the last call."""
+
+    def __init__(self, settings: Optional[OutputSettings] = None) -> None:
+        self.settings = settings or OutputSettings()
+        self._values = ChangeValues(self.settings, "typed")
+        self._events: List[Any] = []
+        #: relation -> (schema, table), looked up (and reported) once per cache epoch
+        self._names: Dict[Any, Tuple[str, str]] = {}
+        #: relations whose column types are all cached in the session
+        self._warm: Set[int] = set()
+        self._epoch = 0
+
+    def take(self) -> List[Any]:
+        """The events emitted since the last call, in order."""
+        events = self._events
+        if not events:
+            return events
+        self._events = []
+        return events
+
+    # -- startup / shutdown -------------------------------------------------------------
+
+    def startup(self, ctx: Any, opt: OutputPluginOptions, is_init: bool) -> None:
+        """pg_decode_startup with no options (test_decoding's defaults)."""
+        for name, value in ctx.output_plugin_options:
+            shown = value if value is not None else "(null)"
+            raise UsageError(f'option "{name}" = "{shown}" is unknown')
+
+    def shutdown(self, ctx: Any) -> None:
+        self._names.clear()
+        self._warm.clear()
+
+    # -- transactions -------------------------------------------------------------------
+
+    def _txn_event(self, ctx: Any, kind: str, txn: ReorderBufferTXN,
+                   gid: Optional[str] = None) -> None:
+        t = txn.output_plugin_private
+        if not isinstance(t, _Txn):
+            t = txn.output_plugin_private = _Txn(txn)
+        self._events.append(TransactionEvent(kind, ctx.write_location, ctx.write_xid,
+                                             t.commit_lsn, t.end_lsn, t.commit_time, gid))
+
+    def begin(self, ctx: Any, txn: ReorderBufferTXN) -> None:
+        """pg_decode_begin_txn: BEGIN."""
+        txn.output_plugin_private = _Txn(txn)
+        self._txn_event(ctx, BEGIN, txn)
+
+    def commit(self, ctx: Any, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """pg_decode_commit_txn: COMMIT."""
+        self._txn_event(ctx, COMMIT, txn)
+        txn.output_plugin_private = None
+
+    def begin_prepare(self, ctx: Any, txn: ReorderBufferTXN) -> None:
+        """pg_decode_begin_prepare_txn: BEGIN of a transaction decoded at PREPARE."""
+        txn.output_plugin_private = _Txn(txn)
+        self._txn_event(ctx, BEGIN, txn, txn.gid)
+
+    def prepare(self, ctx: Any, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        """pg_decode_prepare_txn: PREPARE TRANSACTION."""
+        self._txn_event(ctx, PREPARE, txn, txn.gid)
+
+    def commit_prepared(self, ctx: Any, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        """pg_decode_commit_prepared_txn: COMMIT PREPARED (its own record's positions)."""
+        txn.output_plugin_private = _Txn(txn)
+        self._txn_event(ctx, COMMIT_PREPARED, txn, txn.gid)
+
+    def rollback_prepared(self, ctx: Any, txn: ReorderBufferTXN, prepare_end_lsn: int,
+                          prepare_time: int) -> None:
+        """pg_decode_rollback_prepared_txn: ROLLBACK PREPARED."""
+        txn.output_plugin_private = _Txn(txn)
+        self._txn_event(ctx, ROLLBACK_PREPARED, txn, txn.gid)
+
+    def filter_prepare(self, ctx: Any, xid: int, gid: str) -> bool:
+        """pg_decode_filter_prepare: gids containing ``_nodecode`` are decoded at
+        COMMIT PREPARED, not at PREPARE."""
+        return "_nodecode" in gid
+
+    # -- changes ------------------------------------------------------------------------
+
+    def _epoch_check(self, ctx: Any) -> None:
+        epoch = getattr(ctx, "cache_epoch", 0)
+        if epoch != self._epoch:
+            # invalidations made syscache entries cold: test_decoding looks them up again
+            self._epoch = epoch
+            self._names.clear()
+            self._warm.clear()
+
+    def _name(self, ctx: Any, relation: Any) -> Tuple[str, str]:
+        names = self._names.get(relation)
+        if names is None:
+            # get_rel_namespace / get_namespace_name (/ get_rel_name of relrewrite)
+            ctx.catalog_access(("reloid", relation.oid))
+            ctx.catalog_access(("nsp", relation.relnamespace))
+            relname = relation.relname
+            if relation.relrewrite:
+                ctx.catalog_access(("reloid", relation.relrewrite))
+                relname = ctx.catalog.get_rel_name(relation.relrewrite) or relname
+            names = self._names[relation] = (relation.nspname, relname)
+        return names
+
+    def _report_types(self, ctx: Any, relation: Any, row: Optional[Dict[str, Any]],
+                      skip_nulls: bool) -> None:
+        """tuple_to_stringinfo's type look-ups: each printed column's type, in column
+        order, until all of the relation's are cached."""
+        if row is None:
+            return
+        cols = [att for att in relation.tupdesc.attrs
+                if not att.attisdropped and att.attnum > 0]
+        for att in cols:
+            if skip_nulls and row.get(att.attname) is None:
+                continue
+            ctx.catalog_access(("type", att.atttypid))
+        if all(ctx.catalog_cached(("type", att.atttypid)) for att in cols):
+            self._warm.add(relation.oid)
+
+    def change(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
+               change: ReorderBufferChange) -> None:
+        """pg_decode_change: one insert / update / delete event."""
+        self._epoch_check(ctx)
+        schema, table = self._name(ctx, relation)
+        new, old = self._values(ctx, relation, change)
+        if relation.oid not in self._warm:
+            self._report_types(ctx, relation, old, True)
+            self._report_types(ctx, relation, new, False)
+        t = txn.output_plugin_private
+        self._events.append(RowChange(_KIND[change.action], ctx.write_location, ctx.write_xid,
+                                      t.commit_lsn, t.end_lsn, t.commit_time, schema, table,
+                                      new, old))
+
+    def truncate(self, ctx: Any, txn: ReorderBufferTXN, relations: Sequence[Any],
+                 change: ReorderBufferChange) -> None:
+        """pg_decode_truncate: one event for the statement's relations."""
+        for r in relations:
+            ctx.catalog_access(("nsp", r.relnamespace))
+        _relids, restart_seqs, cascade = change.data
+        t = txn.output_plugin_private
+        self._events.append(Truncate(TRUNCATE, ctx.write_location, ctx.write_xid,
+                                     t.commit_lsn, t.end_lsn, t.commit_time,
+                                     [(r.nspname, r.relname) for r in relations],
+                                     bool(cascade), bool(restart_seqs)))
+
+    def message(self, ctx: Any, txn: Optional[ReorderBufferTXN], lsn: int,
+                transactional: bool, prefix: bytes, message: bytes) -> None:
+        """pg_decode_message: a logical decoding message."""
+        t = txn.output_plugin_private if (transactional and txn is not None) else None
+        if not isinstance(t, _Txn):
+            t = None
+        self._events.append(Message(
+            "message", ctx.write_location, ctx.write_xid,
+            t.commit_lsn if t is not None else None, t.end_lsn if t is not None else None,
+            t.commit_time if t is not None else None,
+            prefix.decode("utf-8", "surrogateescape"), bytes(message), bool(transactional)))
