@@ -667,3 +667,48 @@ def test_full_disk_through_the_cli(tmp_path: Any) -> None:
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "could not write spill file: No space left on device (file %s/run-" % path in err
     assert proc.stdout == b""  # nothing left in the spill directory
+
+
+def test_spill_file_that_cannot_be_removed(tmp_path: Any, monkeypatch: Any) -> None:
+    """ReorderBufferRestoreCleanup: a spill file that cannot be removed is an error
+    naming it (one already gone is not)."""
+    store = PickleSpillStore(str(tmp_path))
+    store.append(1, _changes(3))
+    store.append(2, _changes(3))
+    gone = store.files()[1]
+    os.unlink(gone)
+    store.discard(2)  # already gone: fine
+    real = os.unlink
+
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> None:
+        if str(path).endswith(".pickle"):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    with pytest.raises(SpillError, match="could not remove spill file") as ei:
+        store.discard(1)
+    assert ei.value.file is not None and ei.value.file.endswith("xid-1-1.pickle")
+    monkeypatch.undo()
+    store.close()
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_removal_cut_short_is_finished_at_exit(tmp_path: Any, monkeypatch: Any) -> None:
+    """A signal's exception in the middle of close(): the finalizer stays armed, and
+    what interpreter exit runs (the finalizer) finishes the removal."""
+    store = PickleSpillStore(str(tmp_path))
+    store.append(1, _changes(3))
+    real = parquet_spill._remove_dir
+
+    def interrupted(path: str) -> bool:
+        monkeypatch.setattr(parquet_spill, "_remove_dir", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parquet_spill, "_remove_dir", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.close()
+    assert store._finalizer.alive and os.path.isdir(store.run_dir)
+    store._finalizer()  # as atexit does
+    assert not store._finalizer.alive
+    assert os.listdir(str(tmp_path)) == []

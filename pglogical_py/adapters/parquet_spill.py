@@ -596,12 +596,16 @@ class _FileSpillStore:
                                  file=path, xid=xid) from e
 
     def discard(self, xid: int) -> None:
-        """ReorderBufferRestoreCleanup: remove the files of ``xid``."""
+        """ReorderBufferRestoreCleanup: remove the files of ``xid`` (a file already gone
+        is fine; one that cannot be removed is an error, as there)."""
         for path in self._files.pop(xid, ()):
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+            except OSError as e:
+                raise SpillError("could not remove spill file: %s" % e.strerror, file=path,
+                                 xid=xid) from e
 
     # -- lifetime --------------------------------------------------------------------
 
