@@ -619,9 +619,34 @@ def test_default_location_not_private(tmp_path: Any, monkeypatch: Any, capsys: A
         with pytest.raises(SpillDirectoryError, match="belongs to uid 65534"):
             open_spill_store(None)
         os.rmdir(parent)
-    with open_spill_store(None) as store:  # made afresh, private
-        assert store.directory == parent
+    with open_spill_store(None, "pickle") as store:  # made at the first spill, private
+        assert store.directory == parent and not os.path.lexists(parent)
+        store.append(1, _changes(3))
+        assert os.path.isdir(store.run_dir)
     assert os.stat(parent).st_mode & 0o777 == 0o700 and os.listdir(parent) == []
+
+
+def test_default_location_unusable(tmp_path: Any, monkeypatch: Any) -> None:
+    """A temporary directory where the default location cannot be: a file (found when
+    the store is opened), or missing (the location is made at the first spill, which
+    fails then) -- the same typed error naming the location."""
+    blocker = os.path.join(str(tmp_path), "afile")
+    open(blocker, "w").close()
+    monkeypatch.setattr(parquet_spill, "_tempdir", lambda: blocker)
+    parent = default_spill_parent()
+    assert parent == os.path.join(blocker, "pglogical-spill-%d" % os.geteuid())
+    with pytest.raises(SpillDirectoryError, match="Not a directory") as ei:
+        open_spill_store(None, "pickle")
+    assert ei.value.file == parent
+    missing = os.path.join(str(tmp_path), "gone")
+    monkeypatch.setattr(parquet_spill, "_tempdir", lambda: missing)
+    store = open_spill_store(None, "pickle")  # nothing to check or reclaim yet
+    with pytest.raises(SpillDirectoryError, match="could not create the default spill") as ei:
+        store.append(1, _changes(3))
+    assert ei.value.file == default_spill_parent()
+    store.close()
+    with pytest.raises(SpillError, match="closed"):
+        store.append(1, _changes(3))
 
 
 @pytest.mark.parametrize("kind", ["pickle", "parquet"])

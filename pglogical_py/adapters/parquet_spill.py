@@ -90,12 +90,18 @@ NOTES
     rows, or plant links).  It holds locked runs like any spill directory and stays
     when empty (as ``tmux-<uid>`` does): removing it would race another decode making
     its run in it.  Nothing else is left there: no ``pglogical-spill-*`` temporary
-    directories as ``tempfile.mkdtemp`` made before.
+    directories as ``tempfile.mkdtemp`` made before.  A store opened without a
+    directory checks the default location and reclaims what killed decodes left in
+    it, when it exists; it makes the location (when missing) and its own run at its
+    first spill: a decode that never spills makes no directory.
 
-    Errors.  The spill directory is checked when the store is opened (the command line:
-    before decoding starts): a path that is a file, missing and not creatable, not
-    writable, a default location not private, or a file system whose locks fail:
-    ``SpillDirectoryError`` naming the directory (``file=``) and the operation.  While
+    Errors.  A given spill directory is checked, and the run made in it, when the store
+    is opened (the command line: before decoding starts): a path that is a file,
+    missing and not creatable, not writable, or a file system whose locks fail:
+    ``SpillDirectoryError`` naming the directory (``file=``) and the operation.  The
+    default location is checked when the store is opened if it exists (a link, another
+    user's, open to others: the same error); making it or a run in it can fail only
+    at the first spill (an unwritable temporary directory), with the same error.  While
     spilling, a write that fails (a full disk) raises ``SpillError`` naming the spill
     file (``file=``) after removing what was written of it; a read that fails, the same.
 
@@ -128,7 +134,9 @@ NOTES
     Limits.  On a file system that does not carry locks between the hosts sharing it
     (NFS mounted ``nolock``, some FUSE file systems) a run on another host looks
     unlocked and would be reclaimed: give each host its own ``--spill-dir`` there.  A
-    file system that refuses locks altogether gives ``SpillDirectoryError``.
+    file system that refuses locks altogether gives ``SpillDirectoryError``.  A run
+    left by another user whose lock file this user cannot open for writing is left
+    for that user's next decode.
 
 INVARIANTS
     * ``restore(xid)`` yields exactly the changes appended for ``xid``, in order, and
@@ -221,20 +229,13 @@ def default_spill_parent() -> str:
     return os.path.join(_tempdir(), "pglogical-spill-%d" % os.geteuid())
 
 
-def _private_parent() -> str:
-    """The default location, made (mode 0700) when missing and checked: a directory,
-    not a link, owned by this user, no access for others."""
-    path = default_spill_parent()
-    try:
-        os.mkdir(path, 0o700)
-        os.chmod(path, 0o700)  # the umask may have taken the owner's bits
-    except FileExistsError:
-        pass
-    except OSError as e:
-        raise SpillDirectoryError("could not create the default spill directory: %s"
-                                  % e.strerror, file=path) from e
+def _check_private(path: str) -> bool:
+    """The default location, if it exists (False when not), is a directory, not a link,
+    owned by this user, with no access for others -- else ``SpillDirectoryError``."""
     try:
         st = os.lstat(path)
+    except FileNotFoundError:
+        return False
     except OSError as e:
         raise SpillDirectoryError("could not examine the default spill directory: %s"
                                   % e.strerror, file=path) from e
@@ -250,6 +251,22 @@ def _private_parent() -> str:
         raise SpillDirectoryError(
             "the default spill directory is open to other users (mode %o, expected 700): "
             "chmod 700 it or give a spill directory" % stat.S_IMODE(st.st_mode), file=path)
+    return True
+
+
+def _private_parent(path: str) -> str:
+    """The default location ``path``, made (mode 0700) when missing, and checked."""
+    try:
+        os.mkdir(path, 0o700)
+        os.chmod(path, 0o700)  # the umask may have taken the owner's bits
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise SpillDirectoryError("could not create the default spill directory: %s"
+                                  % e.strerror, file=path) from e
+    if not _check_private(path):
+        raise SpillDirectoryError("the default spill directory disappeared as it was made",
+                                  file=path)
     return path
 
 
@@ -534,23 +551,47 @@ class _FileSpillStore:
         #: what was written: changes and file bytes (the benchmark reads these)
         self.spilled_changes = 0
         self.spilled_bytes = 0
-        parent = _private_parent() if directory is None else _given_directory(directory)
-        with _mutex:
-            _reclaim(parent, ORPHAN_AGE)
-            run = _create_run(parent)
-        self._directory = parent
-        self._run = run
-        self._finalizer = weakref.finalize(self, run.release)
+        self._run: Optional[_Run] = None
+        self._finalizer: Optional[weakref.finalize[[], _FileSpillStore]] = None
+        self._closed = False
+        self._default = directory is None
+        if directory is None:
+            # the default location: checked, and what killed decodes left there
+            # reclaimed, if it exists; the run is made at the first spill (a decode that
+            # never spills makes no directory)
+            self._directory = default_spill_parent()
+            if _check_private(self._directory):
+                with _mutex:
+                    _reclaim(self._directory, ORPHAN_AGE)
+        else:
+            self._directory = _given_directory(directory)
+            self._open_run()
+
+    def _open_run(self) -> _Run:
+        run = self._run
+        if run is None:
+            if self._closed:
+                raise SpillError("the spill store is closed", file=self._directory)
+            parent = self._directory
+            if self._default:
+                _private_parent(parent)
+            with _mutex:
+                _reclaim(parent, ORPHAN_AGE)
+                run = _create_run(parent)
+            self._run = run
+            self._finalizer = weakref.finalize(self, run.release)
+        return run
 
     @property
     def run_dir(self) -> str:
-        """``<directory>/run-<token>``: this store's files."""
-        return self._run.path
+        """``<directory>/run-<token>``: this store's files (made on first use)."""
+        return self._open_run().path
 
     @property
     def lock_file(self) -> str:
-        """``<directory>/run-<token>.lock``: locked by this process while the store is open."""
-        return self._run.lock_path
+        """``<directory>/run-<token>.lock``: locked by this process while the store is open
+        (made on first use)."""
+        return self._open_run().lock_path
 
     @property
     def directory(self) -> str:
@@ -565,13 +606,16 @@ class _FileSpillStore:
         n = len(changes)
         if not n:
             return
-        if os.getpid() != self._run.owner:
+        if self._closed:
+            raise SpillError("the spill store is closed", file=self._directory, xid=xid)
+        run = self._open_run()
+        if os.getpid() != run.owner:
             raise SpillError("a spill store is used only by the process that opened it "
-                             "(pid %d), not by a forked one" % self._run.owner,
-                             file=self._run.path, xid=xid)
+                             "(pid %d), not by a forked one" % run.owner,
+                             file=run.path, xid=xid)
         chunks = as_chunks(changes)
         self._seq += 1
-        path = os.path.join(self._run.path, f"xid-{xid}-{self._seq}{self.suffix}")
+        path = os.path.join(run.path, f"xid-{xid}-{self._seq}{self.suffix}")
         try:
             self._write(path, chunks)
             size = os.path.getsize(path)
@@ -613,8 +657,12 @@ class _FileSpillStore:
         """Remove every file, the run directory and its lock file (in the process that
         opened the store; nothing in a forked child)."""
         self._files.clear()
-        self._run.release()
-        if self._run.released:
+        self._closed = True
+        run = self._run
+        if run is None:
+            return  # never spilled: nothing on disk
+        run.release()
+        if run.released and self._finalizer is not None:
             self._finalizer.detach()
 
     def __enter__(self) -> _FileSpillStore:
