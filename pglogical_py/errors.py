@@ -28,7 +28,8 @@ NOTES
          ├── DecodingError            logical decoding cannot go on
          │    ├── SnapshotBuildError  illegal snapshot builder transition / bad .snap
          │    └── UnknownTypeError    a column type with no output function
-         ├── SpillError               spill store failure
+         ├── SpillError               spill store failure (a spill file: file=)
+         │    └── SpillDirectoryError  the spill directory cannot be used (file=)
          ├── OutputError              the decode's output cannot be written (disk full)
          └── UsageError               bad arguments from the user (CLI/API)
 
@@ -150,6 +151,13 @@ class SpillError(PglogicalError):
     """The spill store failed to write or restore changes."""
 
 
+class SpillDirectoryError(SpillError):
+    """The spill directory cannot be used: not a directory, cannot be created or
+    written, not private (the default location), or its file system has no locks.
+    ``file`` is the directory; raised when the spill store is opened, before decoding
+    (adapters/parquet_spill.py)."""
+
+
 class OutputError(PglogicalError):
     """The decode's output (standard output, ``-O FILE``) could not be written."""
 
@@ -174,6 +182,7 @@ __all__ = [
     "SnapshotBuildError",
     "UnknownTypeError",
     "SpillError",
+    "SpillDirectoryError",
     "OutputError",
     "UsageError",
 ]

@@ -13,6 +13,7 @@ from typing import Any, List
 import pytest
 
 from pglogical_py.adapters.parquet_spill import (
+    ORPHAN_AGE,
     WRITE_BYTES,
     ParquetSpillStore,
     PickleSpillStore,
@@ -79,27 +80,47 @@ def test_round_trip_in_batches(kind: str, tmp_path: Any) -> None:
     assert os.listdir(str(tmp_path)) == []
 
 
-def test_private_temp_dir_removed() -> None:
+def test_default_location_run_removed(tmp_path: Any, monkeypatch: Any) -> None:
+    """Without a directory the run goes under the per-user default location (mode 0700),
+    and close() removes it, lock file included: only the empty parent stays."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir's cache (pytest filled it)
     store = PickleSpillStore()
     store.append(1, _changes(3))
     root = store.directory
-    assert os.path.isdir(root)
+    assert root == os.path.join(str(tmp_path), "pglogical-spill-%d" % os.geteuid())
+    assert os.stat(root).st_mode & 0o777 == 0o700
+    assert sorted(os.listdir(root)) == sorted([os.path.basename(store.run_dir),
+                                               os.path.basename(store.lock_file)])
     store.close()
-    assert not os.path.exists(root)
+    assert os.listdir(root) == []
+    assert os.listdir(str(tmp_path)) == [os.path.basename(root)]
 
 
-def test_stale_runs_of_dead_processes_are_removed(tmp_path: Any) -> None:
-    stale = os.path.join(str(tmp_path), "run-999999999-deadbeef")
-    os.mkdir(stale)
-    with open(os.path.join(stale, "xid-1-1.pickle"), "wb") as f:
-        f.write(b"garbage from a killed run")
-    mine = os.path.join(str(tmp_path), f"run-{os.getpid()}-cafe")
-    os.mkdir(mine)
-    assert cleanup_stale_runs(str(tmp_path)) == ["run-999999999-deadbeef"]
-    assert os.path.isdir(mine)
-    # a new store never reads another run's files: it only knows its own
+def test_stale_runs_without_lock_file(tmp_path: Any) -> None:
+    """A run directory of the earlier layout (``run-<pid>-<hex>``, no lock file) is
+    reclaimed only once it has not changed for ORPHAN_AGE -- whatever its PID says --
+    and a live run of this process is never touched."""
+    old = os.path.join(str(tmp_path), "run-999999999-deadbeef")
+    young = os.path.join(str(tmp_path), "run-1-cafe")
+    for d in (old, young):
+        os.mkdir(d)
+        with open(os.path.join(d, "xid-1-1.pickle"), "wb") as f:
+            f.write(b"garbage from a killed run")
+    past = time.time() - ORPHAN_AGE - 60
+    os.utime(old, (past, past))
     with PickleSpillStore(str(tmp_path)) as store:
-        assert list(store.restore(1)) == []
+        store.append(1, _changes(3))
+        assert not os.path.exists(old)
+        assert os.path.isdir(young)  # no lock, but too young to tell
+        # a new store never reads another run's files: it only knows its own
+        assert len([c for b in store.restore(1) for c in b]) == 3
+        assert cleanup_stale_runs(str(tmp_path)) == []  # our live run stays
+        assert os.path.isdir(store.run_dir)
+        assert cleanup_stale_runs(str(tmp_path), orphan_age=0) == ["run-1-cafe"]
+    assert os.listdir(str(tmp_path)) == []
 
 
 @pytest.mark.skipif(not parquet_available(), reason="pyarrow not installed")
@@ -123,6 +144,22 @@ def test_parquet_is_smaller_than_postgres_spill_bytes(tmp_path: Any) -> None:
 FIXTURE = os.path.join(ROOT, "fixtures", "pg15", "spill")
 
 
+def _spill_files_exist(spill_dir: str) -> bool:
+    """Some run directory in ``spill_dir`` holds a spill file (a decode is spilling)."""
+    try:
+        names = os.listdir(spill_dir)
+    except FileNotFoundError:
+        return False
+    for name in names:
+        try:
+            if name.startswith("run-") and not name.endswith(".lock") and \
+                    os.listdir(os.path.join(spill_dir, name)):
+                return True
+        except OSError:  # removed meanwhile
+            pass
+    return False
+
+
 @pytest.mark.skipif(not os.path.isdir(FIXTURE), reason="no spill fixture")
 def test_sigkill_while_spilling_then_rerun(tmp_path: Any) -> None:
     """A decode killed with SIGKILL while spilling leaves its run directory; the next
@@ -142,8 +179,7 @@ def test_sigkill_while_spilling_then_rerun(tmp_path: Any) -> None:
         deadline = time.monotonic() + 60
         killed = False
         while time.monotonic() < deadline and proc.poll() is None:
-            runs = os.listdir(spill_dir) if os.path.isdir(spill_dir) else []
-            if runs and any(os.listdir(os.path.join(spill_dir, r)) for r in runs):
+            if _spill_files_exist(spill_dir):
                 os.kill(proc.pid, signal.SIGKILL)
                 killed = True
                 break
@@ -152,7 +188,7 @@ def test_sigkill_while_spilling_then_rerun(tmp_path: Any) -> None:
     if not killed:
         pytest.skip("the decode finished before a spill file was seen")
     stale = os.listdir(spill_dir)
-    assert stale, "the killed run left its directory"
+    assert len(stale) == 2, "the killed run left its directory and lock file"
     out2 = os.path.join(str(tmp_path), "out2.tsv")
     with open(out2, "wb") as f:
         subprocess.run(cmd, stdout=f, cwd=ROOT, check=True)

@@ -18,13 +18,17 @@ NOTES
     check a metavar; ``_Parser`` gives that check a fixed width, so the width is
     asked only when help or an error is printed.  Every
     ``PglogicalError`` becomes one line on stderr and exit status 1: never a bare
-    traceback.
+    traceback.  SIGTERM and SIGHUP (when not ignored) unwind the command as Ctrl-C does
+    (exit status 128 + the signal, 130 for Ctrl-C), so its ``finally`` blocks remove
+    the spill run (adapters/parquet_spill.py); SIGKILL cannot be caught: the next run
+    reclaims what it leaves.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from typing import Any, List, Optional, Sequence
 
@@ -78,11 +82,28 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt, so
+    that ``finally`` blocks run (the spill run's removal); ``args[0]``: the signal."""
+
+
+def _on_terminate(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
+    raise Terminated(signum)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     release_jit()  # the command runs with the JIT parameters tune_jit chose
+    saved = []
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # kept: SIG_IGN (nohup), a caller's handler
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            try:
+                saved.append((sig, signal.signal(sig, _on_terminate)))
+            except ValueError:  # not the main thread: signals stay as they are
+                break
     try:
         rc: int = args.run(args)
         return rc
@@ -93,6 +114,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Terminated as t:
+        return 128 + int(t.args[0])
+    finally:
+        for sig, handler in saved:
+            signal.signal(sig, handler)
 
 
 def console_main() -> int:

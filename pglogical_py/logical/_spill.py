@@ -23,8 +23,12 @@ NOTES
     context (the counters and the merge path are the same, memory is not bounded).
     ``adapters/parquet_spill.py`` implements the protocol on disk -- Parquet through
     pyarrow, or a packed-chunk format where pyarrow is missing (PyPy) -- one file per
-    transaction and spill, removed on ``discard`` and ``close``; the CLI uses it by
-    default.  The core never opens a file itself.
+    transaction and spill, removed on ``discard`` and ``close``, in a run directory
+    its process holds an fcntl lock for (a run left by a killed process is reclaimed
+    by the next store opened in the same directory, once its lock is free, as
+    PostgreSQL's startup removes stale ``.spill`` files); the CLI uses it by default.
+    The core never opens a file itself, and the protocol has no notion of ownership:
+    a store is used by one decoding process.
 
 INVARIANTS
     ``restore(xid)`` yields exactly the changes appended for ``xid``, in order.
