@@ -337,5 +337,5 @@ def test_cli_show(tmp_path: Path, capsys: Any) -> None:
     assert main(["catalog", "show", str(path), "--relations"]) == 0
     out = capsys.readouterr().out
     assert "CatalogSnapshot(0/1A2B3C" in out and '16384\t"My Schema".t\tr\t1663\t16390\td' in out
-    assert main(["catalog", "show", str(tmp_path / "nope.json")]) == 1
+    assert main(["catalog", "show", str(tmp_path / "nope.json")]) == 4  # a CatalogError
     assert "cannot read catalog snapshot" in capsys.readouterr().err

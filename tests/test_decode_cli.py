@@ -128,7 +128,7 @@ def test_cli_jsonl(tmp_path: os.PathLike[str]) -> None:
 def test_cli_needs_positions(capsys: pytest.CaptureFixture[str]) -> None:
     d = _fixture()
     rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz")])
-    assert rc == 1
+    assert rc == 2
     assert "--restart-lsn" in capsys.readouterr().err
 
 
@@ -141,7 +141,7 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: List[str],
     d = _fixture()
     rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
                "--slot-state", os.path.join(d, "slot.state"), *extra])
-    assert rc == 1
+    assert rc == 2
     assert message in capsys.readouterr().err
 
 
@@ -235,7 +235,7 @@ def test_cli_server_version_sets_the_release_decoded(tmp_path: os.PathLike[str],
     for bad, message in (("17.2", "is not of PostgreSQL 16"),
                          ("sixteen", "invalid --server-version"),
                          ("14.9", "invalid --server-version")):
-        assert main(argv + ["--server-version", bad]) == 1
+        assert main(argv + ["--server-version", bad]) == 2
         assert message in capsys.readouterr().err
 
 
@@ -252,7 +252,7 @@ def test_cli_usage_error_leaves_the_output_file_alone(tmp_path: os.PathLike[str]
         f.write(b"an earlier decode\n")
     rc = main(["decode", os.path.join(d, "wal"), "--catalog", os.path.join(d, "catalog.json.gz"),
                "--slot-state", os.path.join(d, "slot.state"), "-O", out, *extra])
-    assert rc == 1 and capsys.readouterr().err
+    assert rc == 2 and capsys.readouterr().err
     with open(out, "rb") as f:
         assert f.read() == b"an earlier decode\n"
 

@@ -328,13 +328,15 @@ def test_cli_corrupt_wal_same_error_and_rows_either_way(
     d, wal, lsn = _corrupt_basic(tmp_path)
     results = []
     for mode in ("on", "off"):
-        out = tmp_path / f"out_{mode}.tsv"
+        out = tmp_path / mode / "out.tsv"
+        out.parent.mkdir()
         argv = _argv(d, out, mode)
         argv[1] = str(wal)
         rc = main(argv)
         assert not out.exists()  # no file that looks complete: the rows are in .partial
-        partial = tmp_path / f"out_{mode}.tsv.partial"
-        results.append((rc, capsys.readouterr().err, partial.read_bytes()))
+        partial = out.parent / "out.tsv.partial"
+        err = capsys.readouterr().err.replace(str(out.parent), "DIR")
+        results.append((rc, err, partial.read_bytes()))
     assert results[0] == results[1]
     rc, err, rows = results[0]
     assert rc != 0 and "checksum" in err and rows.count(b"\n") > 0

@@ -519,7 +519,7 @@ def test_sigterm_sigint_remove_the_run(tmp_path: Any, sig: int, status: int) -> 
 
 def _one_line_error(capsys: Any, rc: int, path: str) -> str:
     err: str = capsys.readouterr().err
-    assert rc == 1, err
+    assert rc == 5, err  # a SpillError (README: exit statuses)
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pglogical-py: error: "), err
@@ -588,7 +588,7 @@ def test_spill_dir_unwritable(tmp_path: Any, capsys: Any) -> None:
          'exec "$@"', "sh", path, PY, "-c", _READ_ONLY] + _decode_args(path),
         capture_output=True, env=_env(), cwd=ROOT)
     err = proc.stderr.decode()
-    assert proc.returncode == 1, err
+    assert proc.returncode == 5, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert path in err and "Read-only file system" in err, err
     assert "could not create a spill lock file" in err
@@ -688,8 +688,11 @@ def test_full_disk_through_the_cli(tmp_path: Any) -> None:
                           + _decode_args(path) + ["-O", os.path.join(str(tmp_path), "o")],
                           capture_output=True, env=_env(), cwd=ROOT)
     err = proc.stderr.decode()
-    assert proc.returncode == 1, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert proc.returncode == 5, err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and lines[0].startswith("pglogical-py: error: "), err
+    # the error line, then where the partial output ends (cli/decode.py _incomplete)
+    assert len(lines) == 2 and lines[1].startswith("pglogical-py: the output is incomplete")
     assert "could not write spill file: No space left on device (file %s/run-" % path in err
     assert proc.stdout == b""  # nothing left in the spill directory
 

@@ -163,7 +163,7 @@ def test_filters_and_limit(capsys: Any) -> None:
     assert len(_dump(capsys, str(d / "wal"), "-n", "5")) == 5
     names = _dump(capsys, str(d / "wal"), "--rmgr", "list")
     assert names[0] == "XLOG" and names[-1] == "LogicalMessage" and len(names) == 22
-    assert main(["waldump", str(d / "wal"), "--rmgr", "Nope"]) == 1
+    assert main(["waldump", str(d / "wal"), "--rmgr", "Nope"]) == 2  # a UsageError
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -187,7 +187,7 @@ def test_damage_is_an_error_naming_the_lsn(tmp_path: Path, capsys: Any) -> None:
     (tmp_path / name).write_bytes(bytes(bad))
     rc = main(["waldump", str(tmp_path)])
     captured = capsys.readouterr()
-    assert rc == 1
+    assert rc == 3  # a WalError
     assert re.search(r"pglogical-py: error: .*LSN [0-9A-F]+/[0-9A-F]+", captured.err)
     assert name in captured.err
 

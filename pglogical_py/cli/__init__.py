@@ -16,9 +16,16 @@ NOTES
     terminal width (``shutil``, whose import pulls in bz2, lzma and threading: ~15 ms
     on PyPy) for every formatter, including the one ``add_argument`` builds only to
     check a metavar; ``_Parser`` gives that check a fixed width, so the width is
-    asked only when help or an error is printed.  Every
-    ``PglogicalError`` becomes one line on stderr and exit status 1: never a bare
-    traceback.  SIGTERM and SIGHUP (when not ignored) unwind the command as Ctrl-C does
+    asked only when help or an error is printed.
+
+    Errors.  Every ``PglogicalError`` becomes one line on stderr (``pglogical-py:
+    error: ...``, naming the file and LSN it is about) and the exit status of its
+    class (``exit_status``: ``EXIT_STATUSES``, listed in the README's "When things go
+    wrong"): never a bare traceback.  An error may carry an ``output_detail`` (a
+    decode that wrote part of its output: where a consumer resumes), printed as a
+    second line.  A broken pipe (``| head``) ends the command quietly, status 0, with
+    standard output pointed at /dev/null so that the interpreter's last flush cannot
+    complain.  SIGTERM and SIGHUP (when not ignored) unwind the command as Ctrl-C does
     (exit status 128 + the signal, 130 for Ctrl-C), so its ``finally`` blocks remove
     the spill run (adapters/parquet_spill.py); SIGKILL cannot be caught: the next run
     reclaims what it leaves.
@@ -33,7 +40,14 @@ import sys
 from typing import Any, List, Optional, Sequence
 
 from .._runtime import reexec_tuned, release_jit
-from ..errors import PglogicalError
+from ..errors import (
+    CatalogError,
+    OutputError,
+    PglogicalError,
+    SpillError,
+    UsageError,
+    WalError,
+)
 
 SUBCOMMANDS = ("waldump", "decode", "catalog")
 
@@ -82,6 +96,42 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: exit statuses (README, "When things go wrong"); argparse's own usage errors exit 2 too
+EXIT_OK = 0
+EXIT_ERROR = 1  # decoding cannot go on (DecodingError, UnknownTypeError, ...)
+EXIT_USAGE = 2  # bad arguments, paths or settings (UsageError)
+EXIT_WAL = 3  # the WAL is damaged, short, missing a segment or not WAL (WalError)
+EXIT_CATALOG = 4  # the catalog is unreadable or lacks what the WAL needs (CatalogError)
+EXIT_IO = 5  # the output or the spill files cannot be written (OutputError, SpillError)
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128 + the signal (143, 129)
+
+#: error class -> exit status, the first match wins
+EXIT_STATUSES = ((UsageError, EXIT_USAGE), (WalError, EXIT_WAL), (CatalogError, EXIT_CATALOG),
+                 (OutputError, EXIT_IO), (SpillError, EXIT_IO), (PglogicalError, EXIT_ERROR))
+
+
+def exit_status(err: PglogicalError) -> int:
+    """The exit status of an error (``EXIT_STATUSES``)."""
+    for cls, status in EXIT_STATUSES:
+        if isinstance(err, cls):
+            return status
+    return EXIT_ERROR
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: standard output to /dev/null (the interpreter flushes it
+    at exit, which would report the pipe again)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's capture)
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 class Terminated(BaseException):
     """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt, so
     that ``finally`` blocks run (the spill run's removal); ``args[0]``: the signal."""
@@ -109,11 +159,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return rc
     except PglogicalError as err:
         print("pglogical-py: error: %s" % err, file=sys.stderr)
-        return 1
+        detail = getattr(err, "output_detail", None)
+        if detail:
+            print("pglogical-py: %s" % detail, file=sys.stderr)
+        return exit_status(err)
     except BrokenPipeError:
-        return 0
+        _quiet_stdout()
+        return EXIT_OK
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Terminated as t:
         return 128 + int(t.args[0])
     finally:
