@@ -307,7 +307,8 @@ def _redo_catalog(request: DecodeRequest, restart_lsn: int) -> Any:
     return CatalogRedo(export, path).run(records).catalog()
 
 
-def database_oid(catalog: Any, database: Union[int, str, None]) -> int:
+def database_oid(catalog: Any, database: Union[int, str, None],
+                 source: Optional[str] = None) -> int:
     """The slot's database oid: the one named (by oid or name), checked against the
     catalog's, or the catalog's own."""
     own = int(catalog.database_oid)
@@ -317,7 +318,7 @@ def database_oid(catalog: Any, database: Union[int, str, None]) -> int:
         name = getattr(catalog, "datname", None)
         if name is not None and name != database:
             raise UsageError(f"database {database!r} is not the catalog's ({name!r}, oid "
-                             f"{own})")
+                             f"{own})", file=source)
         return own
     return int(database)
 
@@ -373,6 +374,39 @@ def wal_scan(wal: Sequence[str], restart_lsn: int, scan: Callable[[Any], Set[int
                                start_lsn=restart_lsn, end_lsn=upto))
 
     return load
+
+
+def _check_record_start(segments: Iterator[Tuple[str, bytes]], restart_lsn: int
+                        ) -> Iterator[Tuple[str, bytes]]:
+    """The segments, after a check that ``restart_lsn`` is where a record starts.
+
+    A slot's restart_lsn always is, and PostgreSQL reads from it as one (XLogBeginRead;
+    a page boundary is read past its header).  The reader, as pg_waldump, would look
+    for the next record instead, and a decode from there would quietly give another
+    result: so the first record of the first segment is read first, when the decode's
+    reader asks for that segment (not before: no file is read before the workers are
+    forked), and its bytes are handed on, not read again.  Where that segment cannot
+    tell (the first record crosses into the next one, or no record follows), the
+    decode goes on."""
+    from .errors import PglogicalError
+    from .wal.xlogreader import XLogReader
+
+    first = next(segments, None)
+    if first is None:
+        return
+    try:
+        rec = next(iter(XLogReader([first], start_lsn=restart_lsn)), None)
+    except PglogicalError:
+        rec = None  # the decode's reader reports it, with its context
+    if rec is not None and rec.lsn != restart_lsn:
+        page_start = restart_lsn % 8192 == 0 and rec.lsn - restart_lsn in (24, 40)
+        if not page_start:
+            raise UsageError(f"the restart LSN {format_lsn(restart_lsn)} is not where a "
+                             f"record starts (in WAL segment {first[0]}; the next record "
+                             f"starts at {format_lsn(rec.lsn)})", lsn=restart_lsn,
+                             file=first[0])
+    yield first
+    yield from segments
 
 
 # -- the session ------------------------------------------------------------------------
@@ -445,7 +479,7 @@ class DecodeSession:
 
             settings = replace(settings, major=major)
         self.plugin = make_plugin(req.plugin, settings)
-        self.database = database_oid(catalog, slot.database)
+        self.database = database_oid(catalog, slot.database, req.catalog)
         snapshots = load_snapshots(req.snapshot_dir)
         if req.spill_store != "memory":
             from .adapters.parquet_spill import open_spill_store
@@ -455,6 +489,7 @@ class DecodeSession:
         segments = self._segments(slot.restart_lsn)
         from .wal.xlogreader import XLogReader
 
+        segments = _check_record_start(segments, slot.restart_lsn)
         self.reader = XLogReader(segments, start_lsn=slot.restart_lsn)
         if self.crc_worker is not None:
             self.reader.crc_checked_upto = self.crc_worker.checked_upto
@@ -468,7 +503,7 @@ class DecodeSession:
         for name, lsn in (("restart", slot.restart_lsn), ("start", slot.start_lsn)):
             if end and end < lsn:
                 raise UsageError(f"the end LSN {format_lsn(end)} is before the {name} LSN "
-                                 f"{format_lsn(lsn)}: nothing to decode")
+                                 f"{format_lsn(lsn)}: nothing to decode", lsn=end)
         extent = self._extent = wal_extent(list(self.request.wal))
         if extent is not None and slot.restart_lsn >= extent.end:
             raise UsageError(f"the restart LSN {format_lsn(slot.restart_lsn)} is past the "

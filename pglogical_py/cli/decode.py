@@ -363,6 +363,15 @@ class _Output:
                 raise OutputError(f"cannot rename {self.partial} to {self.path}: "
                                   f"{err.strerror}", file=self.path) from None
 
+    def discard(self) -> None:
+        """Remove the ``.partial`` file of an output that holds nothing."""
+        if self.partial is not None:
+            try:
+                if os.path.getsize(self.partial) == 0:
+                    os.unlink(self.partial)
+            except OSError:
+                pass
+
     def error(self, err: OSError) -> OutputError:
         return OutputError(f"cannot write the output ({self.name}): "
                            f"{err.strerror or err}", file=self.path or "<stdout>")
@@ -434,6 +443,9 @@ def _incomplete(err: BaseException, session: DecodeSession, out: _Output) -> Bas
     the last complete transaction written -- as its ``output_detail`` (printed by
     ``cli.main`` after the error line)."""
     if isinstance(err, BrokenPipeError):
+        return err
+    if isinstance(err, UsageError):
+        out.discard()  # found as the decode began (the restart LSN): no rows were made
         return err
     if not isinstance(err, PglogicalError):
         assert isinstance(err, OSError)
