@@ -288,6 +288,7 @@ def _row_function(cols: Sequence[Tuple[int, str, Any, Optional[ValueLoader],
     slow = _loop_row([(c[0], c[1], c[4]) for c in cols])
     if natts > _MAX_GENERATED:
         return slow
+    # (per-column names carry an underscore: the inline names are letters and digits)
     ns: Dict[str, Any] = dict(INLINE_NAMES)
     ns.update({"SLOW": slow, "UT": UNCHANGED_TOAST, "DT": detoast_inline,
                "ONDISK": _VARTAG_ONDISK})
@@ -304,19 +305,19 @@ def _row_function(cols: Sequence[Tuple[int, str, Any, Optional[ValueLoader],
         emit("        if v is None:")
         emit("            %s = None" % c)
         if loader is None:  # a type without output function: raises on a value
-            ns["X%d" % k] = conv
+            ns["X_%d" % k] = conv
             emit("        else:")
-            emit("            %s = X%d(v)" % (c, k))
+            emit("            %s = X_%d(v)" % (c, k))
             continue
-        ns["T%d" % k] = loader.load_text
+        ns["T_%d" % k] = loader.load_text
         emit("        elif v.__class__ is str:")
-        emit("            %s = T%d(v)" % (c, k))
+        emit("            %s = T_%d(v)" % (c, k))
         if loader.inline is not None:
             ns.update(loader.names)
             expr = loader.inline
         else:
-            ns["F%d" % k] = loader.fast
-            expr = "F%d({p})" % k
+            ns["F_%d" % k] = loader.fast
+            expr = "F_%d({p})" % k
         emit("        else:")
         if att.attlen == -1 and not att.attbyval:
             emit("            b = v[0]")
