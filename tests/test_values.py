@@ -255,6 +255,56 @@ def test_fixture_values_cover_the_rules(monkeypatch: pytest.MonkeyPatch) -> None
         and counts.get("text rule", 0) > 100, counts
 
 
+SETTINGS = [
+    OutputSettings(timezone="Europe/Amsterdam", datestyle="German, DMY",
+                   intervalstyle="iso_8601", extra_float_digits=0, bytea_output="escape"),
+    OutputSettings(timezone="Asia/Kolkata", datestyle="SQL, YMD",
+                   intervalstyle="sql_standard", extra_float_digits=3),
+    OutputSettings(timezone="America/New_York", datestyle="Postgres, DMY",
+                   intervalstyle="postgres_verbose", extra_float_digits=-3),
+]
+
+
+class _SameAsTestDecoding(_ValuesPrinter):
+    """Rows from text-mode values must equal test_decoding's own general path (which
+    test_decode_corpus checks against PostgreSQL under these session settings)."""
+
+    __test__ = False
+
+    def _tuple_to_str(self, relation: Any, values: Sequence[Any], skip_nulls: bool,
+                      ctx: Any = None) -> str:
+        want = super(_ValuesPrinter, self)._tuple_to_str(relation, values, skip_nulls, ctx)
+        got = super()._tuple_to_str(relation, values, skip_nulls, ctx)
+        assert got == want, (relation.relname, got[:300], want[:300])
+        self.checked["rows"] = self.checked.get("rows", 0) + 1
+        return got
+
+
+@pytest.mark.parametrize("si", range(len(SETTINGS)))
+def test_text_mode_follows_the_settings(si: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under other TimeZone / DateStyle / IntervalStyle / extra_float_digits /
+    bytea_output, text mode is still test_decoding's text (typed values still pass
+    their rules)."""
+    created: List[_ValuesPrinter] = []
+
+    def plugin(timezone: str = "UTC", settings: Any = None) -> _ValuesPrinter:
+        p = _SameAsTestDecoding(settings=SETTINGS[si])
+        created.append(p)
+        return p
+
+    monkeypatch.delattr(td.TestDecoding, "fast_change")
+    monkeypatch.setattr(td, "TestDecoding", plugin)
+    done = 0
+    for wdir, optionset in WORKLOADS:
+        if os.path.basename(wdir) in ("types", "addcolumn") and wdir.endswith(
+                ("pg15/types", "pg18/types", "pg15/addcolumn")):
+            decode_fixture(wdir, "decode", optionset)
+            done += 1
+    if not done:
+        pytest.skip("no types fixtures")
+    assert sum(p.checked.get("rows", 0) for p in created) > 100
+
+
 # -- output text -> value agrees with datum -> value ----------------------------------------
 
 def _numeric_datum(d: Decimal) -> bytes:
