@@ -652,3 +652,12 @@ def test_typed_values_of_a_few_datums() -> None:
     assert value_loader(1083).load(struct.pack("<q", 86400 * 10 ** 6)) == "24:00:00"
     months = 178000000 * 12
     assert value_loader(1186).load(struct.pack("<qii", 0, 0, months)) == "178000000 years"
+
+
+def test_unknown_types_raw_is_text() -> None:
+    """With ``unknown_types="raw"`` a type nobody knows loads as its marked raw text."""
+    raw = OutputSettings(unknown_types="raw")
+    loader = value_loader(99999, settings=raw)
+    assert not loader.typed and loader.load(b"\x01\x02") == "(unknown type oid 99999: \\x0102)"
+    with pytest.raises(UnknownTypeError):
+        value_loader(99999)

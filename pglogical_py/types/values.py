@@ -119,6 +119,7 @@ from ipaddress import (
 )
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from pglogical_py.errors import UnknownTypeError
 from pglogical_py.types.arrays import element_reader
 from pglogical_py.types.numeric import numeric_text
 from pglogical_py.types.output import (
@@ -731,8 +732,10 @@ def value_loader(typoid: int, typmod: int = -1, settings: Optional[OutputSetting
     if cached is not None:
         return cached
     out = output_function(typoid, settings, catalog)
-    res = Resolver(settings, catalog)
-    rule = _typed_rule(typoid, res)
+    try:
+        rule = _typed_rule(typoid, Resolver(settings, catalog))
+    except UnknownTypeError:  # printed raw (``unknown_types="raw"``): no type to load as
+        rule = None
     if rule is None:
         loader = ValueLoader(typoid, False, (str,), out, out, str)
     else:
