@@ -42,6 +42,9 @@ API
     pg_attribute=...)`` builds a :class:`TypeInfo` from catalog-snapshot rows.
     Closures of catalog types are not cached here (a later snapshot may add enum
     labels): keep them per relation descriptor.
+    Python values instead of text (what psycopg 3 returns for a column):
+    :mod:`pglogical_py.types.values` (``value_loader``; not imported here, to keep
+    this package's import light).
 
 SETTINGS
     :mod:`pglogical_py.types.settings`: ``parse_settings`` / ``settings_from_args`` /
