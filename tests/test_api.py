@@ -231,3 +231,57 @@ def test_leaving_a_with_block_removes_spill_files(tmp_path: Any) -> None:
                 break
     assert seen == 1000
     assert not any(p.is_file() for p in spill_dir.rglob("*"))
+
+
+# -- changes(): typed events, one per test_decoding row --------------------------------------
+
+_KINDS = ((b"BEGIN", "begin"), (b"COMMIT PREPARED", "commit_prepared"), (b"COMMIT", "commit"),
+          (b"PREPARE TRANSACTION", "prepare"), (b"ROLLBACK PREPARED", "rollback_prepared"),
+          (b"message:", "message"))
+
+
+def _row_kind(data: bytes) -> str:
+    for prefix, kind in _KINDS:
+        if data.startswith(prefix):
+            return kind
+    assert data.startswith(b"table "), data[:80]
+    head = data.split(b": ", 2)[1] if b": " in data else b""
+    return {b"INSERT": "insert", b"UPDATE": "update", b"DELETE": "delete",
+            b"TRUNCATE": "truncate"}[head.split(b":")[0]]
+
+
+def _unescape(field: bytes) -> bytes:
+    return (field.replace(b"\\\\", b"\0").replace(b"\\t", b"\t").replace(b"\\n", b"\n")
+            .replace(b"\\r", b"\r").replace(b"\0", b"\\"))
+
+
+@pytest.mark.skipif(not FIXTURE_DIRS, reason="no fixtures")
+@pytest.mark.parametrize("wdir", FIXTURE_DIRS, ids=IDS)
+def test_changes_line_up_with_test_decoding(wdir: str) -> None:
+    """Every fixture of 15-18: one event per row of PostgreSQL's test_decoding output
+    with its defaults, same kind, LSN and xid; a row change's table and tuples are the
+    ones the row prints."""
+    from pglogical_py.events import KINDS, RowChange, TransactionEvent
+
+    with pglogical_py.changes(os.path.join(wdir, "wal"), **fixture_arguments(wdir)) as it:
+        events = list(it)
+    rows = [line.split(b"\t", 2) for line in expected_rows(wdir).splitlines()]
+    assert len(events) == len(rows)
+    for ev, (lsn, xid, data) in zip(events, rows):
+        data = _unescape(data)
+        assert ev.kind in KINDS
+        assert (ev.kind, pglogical_py.format_lsn(ev.lsn), ev.xid) == (
+            _row_kind(data), lsn.decode(), int(xid)), data[:120]
+        if isinstance(ev, TransactionEvent):
+            assert ev.commit_lsn <= ev.end_lsn and ev.commit_time.tzinfo is not None
+        if isinstance(ev, RowChange):
+            table = data.split(b":", 1)[0]
+            assert ev.table.encode() in table and ev.schema.encode() in table
+            no_tuple = data.endswith(b"(no-tuple-data)")
+            if ev.kind == "insert":
+                assert (ev.new is None) == no_tuple and ev.old is None
+            elif ev.kind == "update":
+                assert (ev.old is not None) == (b" old-key:" in data)
+                assert (ev.new is None) == no_tuple
+            else:
+                assert ev.new is None and (ev.old is None) == no_tuple
