@@ -335,7 +335,8 @@ def server(request: Any) -> Iterator[Any]:
                     conn.execute("ALTER TABLE %s ALTER COLUMN %s SET COMPRESSION lz4" % (t, col))
         except psycopg.errors.FeatureNotSupported:
             srv.lz4 = False
-        srv.catalog = CatalogSnapshot.from_dict(export_catalog(conn))
+        srv.catalog_export = export_catalog(conn)
+        srv.catalog = CatalogSnapshot.from_dict(srv.catalog_export)
         srv.admin = conn
         work = srv.connect(autocommit=True)
         work.execute("SET TimeZone = 'UTC'")
@@ -477,7 +478,33 @@ def decode(srv: Any, slot: str) -> List[Tuple[str, int, Any, Any]]:
     ctx.decode(XLogReader(iter_segments(str(srv.pg_wal_dir), start_lsn=r), start_lsn=r),
                upto_lsn=parse_lsn(flush))
     ctx.shutdown()
-    return plugin.events
+    # the typed values as the library's front door gives them: pglogical_py.changes()
+    # over the same WAL, its events' new / old in place of the capture's typed ones
+    typed = _front_door(srv, restart, confirmed, flush)
+    assert [(e[0], e[1]) for e in plugin.events] == [(t[0], t[1]) for t in typed]
+    return [(rel, action, tuples, text)
+            for (rel, action, _t, text), (_r, _a, tuples) in zip(plugin.events, typed)]
+
+
+def _front_door(srv: Any, restart: str, confirmed: str, flush: str
+                ) -> List[Tuple[str, int, Any]]:
+    """``pglogical_py.changes`` of the server's WAL: (table, action, (new, old)) of
+    every row change, the catalog given as the JSON export it was made from."""
+    import tempfile
+
+    import pglogical_py
+    from pglogical_py.catalog.export import write_catalog
+    from pglogical_py.logical.reorderbuffer import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE
+    from pglogical_py.logical.values import ChangeTuples
+
+    actions = {"insert": CHANGE_INSERT, "update": CHANGE_UPDATE, "delete": CHANGE_DELETE}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "catalog.json")
+        write_catalog(srv.catalog_export, path)
+        with pglogical_py.changes(str(srv.pg_wal_dir), catalog=path, restart_lsn=restart,
+                                  start_lsn=confirmed, end_lsn=flush) as events:
+            return [(e.table, actions[e.kind], ChangeTuples(e.new, e.old)) for e in events
+                    if e.kind in actions]
 
 
 def _new_slot(admin: Any, slot: str) -> None:
@@ -733,8 +760,9 @@ def test_missing_attributes_live(server: Any) -> None:
         raw = rb.get_value(0, j)
         text = bytes(rt.get_value(0, j)).decode()
         want[name] = (srv.oracle.value(rb.ftype(j), bytes(raw)), text, len(raw))
-    old_catalog = srv.catalog
-    srv.catalog = CatalogSnapshot.from_dict(export_catalog(admin))
+    old_catalog, old_export = srv.catalog, srv.catalog_export
+    srv.catalog_export = export_catalog(admin)
+    srv.catalog = CatalogSnapshot.from_dict(srv.catalog_export)
     slot = "values_missing"
     _new_slot(admin, slot)
     try:
@@ -745,7 +773,7 @@ def test_missing_attributes_live(server: Any) -> None:
         check_events(events, [("tv_missing", CHANGE_DELETE, None, want, ())], counts)
         assert counts.get("typed", 0) >= 25 and counts.get("fallback", 0) >= 4, counts
     finally:
-        srv.catalog = old_catalog
+        srv.catalog, srv.catalog_export = old_catalog, old_export
         admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
         admin.execute("DROP TABLE tv_missing")
 
@@ -769,8 +797,9 @@ def test_replica_identity_index_live(server: Any) -> None:
     admin.execute("CREATE TABLE tv_ri (a int, k2 text NOT NULL, v numeric, k1 date NOT NULL)")
     admin.execute("CREATE UNIQUE INDEX tv_ri_k ON tv_ri (k1, k2)")
     admin.execute("ALTER TABLE tv_ri REPLICA IDENTITY USING INDEX tv_ri_k")
-    old_catalog = srv.catalog
-    srv.catalog = CatalogSnapshot.from_dict(export_catalog(admin))
+    old_catalog, old_export = srv.catalog, srv.catalog_export
+    srv.catalog_export = export_catalog(admin)
+    srv.catalog = CatalogSnapshot.from_dict(srv.catalog_export)
     slot = "values_ri"
     _new_slot(admin, slot)
     try:
@@ -787,6 +816,6 @@ def test_replica_identity_index_live(server: Any) -> None:
         assert events[3][2].old == {"k2": "y", "k1": "infinity"}
         assert events[3][3].old == {"k2": "y", "k1": "infinity"}
     finally:
-        srv.catalog = old_catalog
+        srv.catalog, srv.catalog_export = old_catalog, old_export
         admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
         admin.execute("DROP TABLE tv_ri")
