@@ -1,4 +1,4 @@
-"""The examples of docs/library.md run, and print what the page says they print.
+"""The examples of docs/library.md and the README run, and print what they say they print.
 
 Each ```python block runs in a fresh namespace from the repository's root (the
 examples decode the bundled fixtures); where the page follows a block with "prints"
@@ -16,11 +16,12 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "library.md")
+README = os.path.join(ROOT, "README.md")
 
-def _examples() -> List[Tuple[str, Optional[str]]]:
+def _examples(doc: str = DOC) -> List[Tuple[str, Optional[str]]]:
     """(code, what it prints or None) of every ```python block: the output is the
     plain ``` block that follows when the prose between says "prints"."""
-    with open(DOC, encoding="utf-8") as f:
+    with open(doc, encoding="utf-8") as f:
         lines = f.read().split("\n")
     blocks: List[Tuple[str, List[str]]] = []  # (fence info, lines), prose as ("", ...)
     i = 0
@@ -53,6 +54,9 @@ def _examples() -> List[Tuple[str, Optional[str]]]:
 
 
 EXAMPLES = _examples()
+#: the README's examples that run on the bundled fixtures (not the Spark one)
+README_EXAMPLES = [(code, out) for code, out in _examples(README)
+                   if "fixtures/" in code and "spark" not in code]
 
 
 def test_the_page_has_examples_with_their_output() -> None:
@@ -72,3 +76,11 @@ def test_example_runs_and_prints_what_the_page_says(code: str, printed: Optional
         exec(compile(code, DOC, "exec"), {"__name__": "docs_example"})
     if printed is not None:
         assert out.getvalue() == printed
+
+
+@pytest.mark.skipif(not README_EXAMPLES, reason="no runnable README examples")
+@pytest.mark.parametrize("code,printed", README_EXAMPLES,
+                         ids=[f"readme{i}" for i in range(len(README_EXAMPLES))])
+def test_readme_example_runs(code: str, printed: Optional[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    test_example_runs_and_prints_what_the_page_says(code, printed, monkeypatch)
