@@ -41,6 +41,18 @@ What is timed
     (``RUSAGE_CHILDREN``).  Runs are interleaved (PostgreSQL, CPython, PyPy, then again) so a
     change in machine load hits all three alike.
 
+Typed events (``--decoders ...,cpython-changes,pypy-changes``)
+    ``pglogical_py.changes()`` over the same range in a whole process
+    (benchmarks/_changes_run.py): every event built with its column values, as a consumer
+    gets them.  Its check: the number of events and of row changes equal PostgreSQL's
+    rows and ``table ...`` rows, and the MD5 of ``LSN TAB XID TAB KIND`` lines equals the
+    one of PostgreSQL's rows with the kind read off their text (``_PG_KINDS_SQL``).
+
+Baseline (``--baseline TREE``)
+    Every decoder again with the package of TREE (a git worktree of an earlier commit),
+    interleaved in the same rounds: "no slower than before" measured on the same box in
+    the same run.
+
 Correctness (every run)
     PostgreSQL formats its rows in SQL exactly as ``decode -O`` writes them --
     ``lsn::text TAB xid::text TAB data NL`` with backslash, TAB, LF and CR in ``data``
@@ -104,6 +116,19 @@ _PG_LINE_SQL = (
 )
 _PG_TIME_SQL = ("SELECT count(*) FROM pg_logical_slot_peek_changes('" + SLOT
                 + "', %s::pg_lsn, NULL)")
+#: what ``changes()`` is checked against (benchmarks/_changes_run.py): each row as
+#: ``LSN TAB XID TAB KIND LF``, the kind read off test_decoding's text
+_PG_KINDS_SQL = (
+    "SELECT lsn::text || chr(9) || xid::text || chr(9) || CASE "
+    "WHEN data LIKE 'BEGIN%%' THEN 'begin' WHEN data LIKE 'COMMIT PREPARED%%' THEN "
+    "'commit_prepared' WHEN data LIKE 'COMMIT%%' THEN 'commit' WHEN data LIKE "
+    "'PREPARE TRANSACTION%%' THEN 'prepare' WHEN data LIKE 'ROLLBACK PREPARED%%' THEN "
+    "'rollback_prepared' WHEN data LIKE 'message:%%' THEN 'message' WHEN data LIKE "
+    "'table %%: INSERT:%%' THEN 'insert' WHEN data LIKE 'table %%: UPDATE:%%' THEN 'update' "
+    "WHEN data LIKE 'table %%: DELETE:%%' THEN 'delete' ELSE 'truncate' END || chr(10) "
+    "FROM pg_logical_slot_peek_changes('" + SLOT + "', %s::pg_lsn, NULL) "
+    "WITH ORDINALITY AS c(lsn, xid, data, n) ORDER BY n"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,8 +355,15 @@ def pg_reference(srv: Any, end: str) -> Dict[str, Any]:
                 md5.update(line.encode("utf-8"))
                 rows += 1
                 changes += bool(is_change)
+        kinds = hashlib.md5()
+        with conn.cursor(name="kinds") as cur:
+            cur.itersize = 20000
+            cur.execute(_PG_KINDS_SQL, (end,))
+            for (line,) in cur:
+                kinds.update(line.encode("utf-8"))
         conn.rollback()
-    return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest()}
+    return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest(),
+            "pg_kinds_md5": kinds.hexdigest()}
 
 
 def _proc_cpu(pid: int) -> Tuple[float, float]:
@@ -355,6 +387,9 @@ def time_pg(conn: Any, pid: int, end: str) -> Dict[str, float]:
 # us: whole processes
 # ---------------------------------------------------------------------------------------------
 
+#: the marker of the decoders that run ``pglogical_py.changes()`` (benchmarks/_changes_run.py)
+#: instead of the command line
+CHANGES = "changes()"
 #: the decoders ``--decoders`` names: (row name, interpreter, extra command-line arguments);
 #: ``-1``: one process, the CRC-32Cs checked and the rows printed by the decode itself
 #: (``--crc-worker off --format-worker off``)
@@ -364,19 +399,32 @@ DECODERS = {
     "cpython-1": ("CPython, one process", "cpython",
                   ["--crc-worker", "off", "--format-worker", "off"]),
     "pypy-1": ("PyPy, one process", "pypy", ["--crc-worker", "off", "--format-worker", "off"]),
+    "cpython-changes": ("CPython, changes()", "cpython", [CHANGES]),
+    "pypy-changes": ("PyPy, changes()", "pypy", [CHANGES]),
 }
 
 
-def interpreters(which: List[str]) -> List[Tuple[str, Optional[str], List[str]]]:
-    out: List[Tuple[str, Optional[str], List[str]]] = []
-    for key in which:
-        name, interp, extra = DECODERS[key]
-        if interp == "cpython":
-            py = ROOT / ".venv" / "bin" / "python"
-            out.append((name, str(py) if py.exists() else sys.executable, extra))
-        else:
-            pp = ROOT / ".venv-pypy" / "bin" / "python"
-            out.append((name, str(pp) if pp.exists() else shutil.which("pypy3"), extra))
+Decoder = Tuple[str, Optional[str], List[str], Path]
+
+
+def interpreters(which: List[str], baseline: Optional[Path] = None) -> List[Decoder]:
+    """(row name, interpreter, extra arguments, package tree) of each decoder, and with
+    ``baseline`` each again with that tree's package (``[baseline]`` rows)."""
+    out: List[Decoder] = []
+    for tree in [ROOT] + ([baseline] if baseline is not None else []):
+        for key in which:
+            name, interp, extra = DECODERS[key]
+            if CHANGES in extra and tree != ROOT:
+                continue  # the baseline may predate changes()
+            if tree != ROOT:
+                name += " [baseline]"
+            if interp == "cpython":
+                py = ROOT / ".venv" / "bin" / "python"
+                out.append((name, str(py) if py.exists() else sys.executable, extra, tree))
+            else:
+                pp = ROOT / ".venv-pypy" / "bin" / "python"
+                out.append((name, str(pp) if pp.exists() else shutil.which("pypy3"), extra,
+                            tree))
     return out
 
 
@@ -384,6 +432,12 @@ def _version(python: str) -> str:
     r = subprocess.run([python, "-c", "import platform, sys; print(platform.python_implementation()"
                         ", platform.python_version(), end='')"], capture_output=True, text=True)
     return r.stdout.strip() or "?"
+
+
+def _tree_name(tree: Path) -> str:
+    r = subprocess.run(["git", "-C", str(tree), "log", "-1", "--format=%h"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or str(tree)
 
 
 def check_output(path: Path) -> Dict[str, Any]:
@@ -409,17 +463,27 @@ def precompile(python: str, tree: Path = ROOT) -> None:
 
 
 def time_ours(python: str, wd: Path, meta: Dict[str, Any],
-              extra: Optional[List[str]] = None) -> Dict[str, Any]:
+              extra: Optional[List[str]] = None, tree: Path = ROOT) -> Dict[str, Any]:
+    """One whole-process decode of the workload by ``python`` with the package of
+    ``tree`` (this checkout, or ``--baseline``'s)."""
     out = wd / ("out-%d.tsv" % os.getpid())
     catalog = wd / "cat" if (wd / "cat").is_dir() else wd / "catalog.json.gz"
-    argv = [python, "-m", "pglogical_py", "decode", str(wd / "wal"),
-            "--catalog", str(catalog),
-            "--restart-lsn", meta["restart_lsn"], "--start-lsn", meta["confirmed_flush_lsn"],
-            "--end-lsn", meta["end_lsn"], "-O", str(out), "--no-progress"] + (extra or [])
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    changes = CHANGES in (extra or [])
+    if changes:
+        argv = [python, str(ROOT / "benchmarks" / "_changes_run.py"), str(wd / "wal"),
+                str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
+                meta["end_lsn"]]
+    else:
+        argv = [python, "-m", "pglogical_py", "decode", str(wd / "wal"),
+                "--catalog", str(catalog), "--restart-lsn", meta["restart_lsn"],
+                "--start-lsn", meta["confirmed_flush_lsn"], "--end-lsn", meta["end_lsn"],
+                "-O", str(out), "--no-progress"] + (extra or [])
+    # the tree's package first on the path (``-m`` puts the working directory first)
+    env = dict(os.environ, PYTHONPATH=str(tree))
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run(argv, cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL,
+    r = subprocess.run(argv, cwd=str(tree), env=env,
+                       stdout=subprocess.PIPE if changes else subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -428,6 +492,10 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
     if r.returncode != 0:
         tail = (r.stderr.strip().splitlines() or ["?"])[-1]
         res["error"] = "exit %d: %s" % (r.returncode, tail[:200])
+    elif changes:
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        res.update(rows=got["rows"], changes=got["changes"], md5=meta.get("pg_md5"),
+                   kinds_md5=got["kinds_md5"])
     elif out.exists():
         res.update(check_output(out))
     if out.exists():
@@ -441,24 +509,34 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
 
 def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
     wd, meta = load_or_generate(kind, args)
-    interps = interpreters(args.decoders)
+    interps = interpreters(args.decoders, args.baseline)
     runs: Dict[str, List[Dict[str, Any]]] = {"PostgreSQL": []}
     labels: Dict[str, str] = {"PostgreSQL": "PostgreSQL %s in-server" % meta["server_version"]}
-    for name, py, extra in interps:
+    for name, py, extra, tree in interps:
         runs[name] = []
         version = _version(py) if py else name.split(",")[0]
-        labels[name] = "pglogical_py %s%s" % (
-            version, ", one process (`--crc-worker off --format-worker off`)" if extra else "")
+        how = ""
+        if CHANGES in extra:
+            how = ", `pglogical_py.changes()` typed events (benchmarks/_changes_run.py)"
+        elif extra:
+            how = ", one process (`--crc-worker off --format-worker off`)"
+        if tree != ROOT:
+            how += " [baseline: %s]" % _tree_name(tree)
+        labels[name] = "pglogical_py %s%s" % (version, how)
 
-    for _name, py, _extra in interps:
+    for _name, py, _extra, tree in interps:
         if py is not None:
-            precompile(py)
+            precompile(py, tree)
+    if "pg_kinds_md5" not in meta and any(CHANGES in i[2] for i in interps):
+        with workload_lock(wd), CachedServer(wd) as srv:  # a cache from before changes()
+            meta.update(pg_reference(srv, meta["end_lsn"]))
+            write_meta(wd, meta)
 
     def round_ours(i: int) -> None:
-        for name, py, extra in interps:
+        for name, py, extra, tree in interps:
             if py is None:
                 continue
-            res = time_ours(py, wd, meta, extra)
+            res = time_ours(py, wd, meta, extra, tree)
             runs[name].append(res)
             print("[%s] run %d %s: %.2f s wall, %.2f s user%s" % (
                 kind, i + 1, name, res["wall"], res["user"],
@@ -560,7 +638,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
                 check = "**FAILED** (%d/%d runs): %s" % (len(errs), len(rs), errs[0])
             else:
                 bad = [r for r in rs if (r["rows"], r["changes"], r["md5"]) !=
-                       (meta["pg_rows"], meta["pg_changes"], meta["pg_md5"])]
+                       (meta["pg_rows"], meta["pg_changes"], meta["pg_md5"])
+                       or r.get("kinds_md5", meta.get("pg_kinds_md5"))
+                       != meta.get("pg_kinds_md5")]
                 if bad:
                     ok_all = False
                     b = bad[0]
@@ -610,6 +690,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="comma-separated subset of %s (-1: one process, --crc-worker off "
                    "--format-worker off)"
                    % ",".join(DECODERS))
+    p.add_argument("--baseline", type=Path, metavar="TREE",
+                   help="also time the package of TREE (e.g. a git worktree of an earlier "
+                   "commit), in the same interleaved rounds: its rows say [baseline]")
     p.add_argument("--ours-only", action="store_true",
                    help="do not restart the server to time PostgreSQL: show its cached runs")
     p.add_argument("--regenerate", action="store_true", help="redo the cached workloads")
