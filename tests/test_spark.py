@@ -148,6 +148,28 @@ def test_read_matches_postgres(spark: Any, fixture: str, optionset: str,
     _assert_same(_tsv(rows), expected)
 
 
+def test_every_fixture_in_one_job(spark: Any) -> None:
+    """Every fixture of 15-18 (test_decoding's default option set, binary rows): the
+    reads, unioned into one job (one partition each), give PostgreSQL's rows."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    dirs = [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
+                              if m.startswith("pg") for w in os.listdir(os.path.join(FIXTURES, m)))
+            if os.path.exists(os.path.join(d, "meta.json"))
+            and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
+                    for ext in (".tsv", ".tsv.gz"))]
+    assert len(dirs) > 60
+    dfs = [_load(spark, _fixture_options(d, "xids1_skip0", binary=True))
+           .withColumn("fixture", F.lit(i)) for i, d in enumerate(dirs)]
+    got: Dict[int, List[Any]] = {i: [] for i in range(len(dirs))}
+    for row in reduce(lambda a, b: a.unionByName(b), dfs).collect():
+        got[row.fixture].append((row.lsn, row.xid, row.data))
+    for i, d in enumerate(dirs):
+        _assert_same(_tsv(got[i]), _expected(d, "xids1_skip0"))
+
+
 def test_text_form_is_binary_form_decoded(spark: Any) -> None:
     """pg15/basic's output holds bytes that are not UTF-8 (a \\xff): the text form shows
     them backslash-escaped, every other byte as the binary form (checked against
