@@ -11,6 +11,7 @@ from typing import Any, Iterator, List, Tuple
 
 import pytest
 
+from pglogical_py.adapters.catalog_files import load_catalog
 from pglogical_py.catalog.ruleutils import quote_identifier
 from pglogical_py.catalog.snapshot import CatalogSnapshot
 from pglogical_py.errors import UnknownRelationError
@@ -88,7 +89,7 @@ def snap(server: Any, tmp_path_factory: Any) -> CatalogSnapshot:
         data = export_catalog(conn)
     path = tmp_path_factory.mktemp("cat") / "catalog.json.gz"
     write_catalog(data, str(path))
-    return CatalogSnapshot.load(str(path))
+    return load_catalog(str(path))
 
 
 def rows(server: Any, sql: str) -> List[Tuple[Any, ...]]:
@@ -248,7 +249,7 @@ def test_load_forms_agree(server: Any, snap: CatalogSnapshot, tmp_path: Any) -> 
     c = CatalogSnapshot.load(gzip.compress(raw))
     p = tmp_path / "c.json"
     p.write_bytes(raw)
-    d = CatalogSnapshot.load(str(p))
+    d = load_catalog(str(p))
     for s in (a, b, c, d):
         assert s.major == server.major and s.datname == "postgres"
         assert s.relation_by_name("public", "plain").tupdesc.natts == 23

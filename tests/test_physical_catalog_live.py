@@ -35,7 +35,11 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from pglogical_py.adapters.datadir import DataDirFiles, write_datadir_subset
+from pglogical_py.adapters.datadir import (
+    DataDirFiles,
+    load_physical_catalog,
+    write_datadir_subset,
+)
 from pglogical_py.catalog._files import DictFiles
 from pglogical_py.catalog.export import export_catalog, export_physical
 from pglogical_py.catalog.physical import PhysicalCatalog
@@ -266,7 +270,7 @@ def test_adapter_directory_and_data_directory(scenario: Dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as d:
         sizes = write_datadir_subset(scenario["files"], d)
         assert sizes["catalog.meta.json"] > 0
-        pc = PhysicalCatalog.load(d)
+        pc = load_physical_catalog(d)
         assert_same_catalog(pc.latest(), ref, user_only=True)
     # the running server's own data directory (no meta file: database named)
     pc2 = PhysicalCatalog(DataDirFiles(str(srv.data_dir)), "postgres")

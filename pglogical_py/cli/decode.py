@@ -618,13 +618,13 @@ def open_decode(args: argparse.Namespace) -> DecodeSetup:
     if getattr(args, "catalog_redo", False):
         catalog = _redo_catalog(args.catalog, args.wal, slot.restart_lsn, end_lsn)
     elif os.path.isdir(args.catalog):
-        from ..catalog.physical import PhysicalCatalog
+        from ..adapters.datadir import load_physical_catalog
 
-        catalog = PhysicalCatalog.load(args.catalog, slot.database)
+        catalog = load_physical_catalog(args.catalog, slot.database)
     else:
-        from ..catalog.snapshot import CatalogSnapshot
+        from ..adapters.catalog_files import load_catalog
 
-        catalog = CatalogSnapshot.load(args.catalog)
+        catalog = load_catalog(args.catalog)
     database = slot.database if slot.database is not None else catalog.database_oid
     plugin = _plugin(args.plugin, settings_from_args(args, major=getattr(catalog, "major", 0)))
     return DecodeSetup(slot, end_lsn, catalog, plugin, database)
