@@ -61,7 +61,7 @@ from typing import Any, List, Optional, Tuple
 from .._jit import not_inlined
 from ..errors import DecodingError
 from ..wal.records import XLogRecord
-from .reorderbuffer import (
+from ._changes import (
     CHANGE_DELETE,
     CHANGE_INSERT,
     CHANGE_INTERNAL_SPEC_ABORT,
@@ -69,9 +69,9 @@ from .reorderbuffer import (
     CHANGE_INTERNAL_SPEC_INSERT,
     CHANGE_TRUNCATE,
     CHANGE_UPDATE,
-    Invalidations,
     ReorderBufferChange,
 )
+from .reorderbuffer import Invalidations
 from .snapbuild import RunningXacts, SnapBuildState
 
 # rmgrlist.h

@@ -63,6 +63,7 @@ from ..access.detoast import detoast_inline
 from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
 from ..catalog.relation import ALIGNMENT, Relation, TupleDesc
 from ..errors import DecodingError, UnknownTypeError, UsageError
+from ..logical._changes import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE, ReorderBufferChange
 from ..logical.logical import (
     OFFLOAD_DELETE,
     OFFLOAD_INSERT,
@@ -72,13 +73,7 @@ from ..logical.logical import (
     OUTPUT_PLUGIN_BINARY_OUTPUT,
     OutputPluginOptions,
 )
-from ..logical.reorderbuffer import (
-    CHANGE_DELETE,
-    CHANGE_INSERT,
-    CHANGE_UPDATE,
-    ReorderBufferChange,
-    ReorderBufferTXN,
-)
+from ..logical.reorderbuffer import ReorderBufferTXN
 from ..types import OutputSettings, output_function
 from ..types.datetime import fast_iso_output
 from ..types.numeric import numeric_bytes
