@@ -32,11 +32,14 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from pglogical_py.errors import UsageError
+from pglogical_py.types._fmgr import OutputFn, register
 from pglogical_py.types._tz import load_zone
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 USECS_PER_DAY = 86400000000
 POSTGRES_EPOCH_JDATE = 2451545
