@@ -66,9 +66,9 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
 from .._runtime import restore_unrolling
 from ..errors import PglogicalError
 from ..wal import crc32c as _crc
+from ..wal.rmgr.layouts import XLOG_SWITCH
+from ..wal.rmgr.names import RM_XLOG_ID
 from ..wal.xlogreader import (
-    RM_XLOG_ID,
-    XLOG_SWITCH,
     XLP_FIRST_IS_CONTRECORD,
     XLP_FIRST_IS_OVERWRITE_CONTRECORD,
     XLP_LONG_HEADER,

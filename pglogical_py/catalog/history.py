@@ -125,7 +125,7 @@ class CatalogCommit:
 
 def scan_catalog_commits(records: Iterable[Any]) -> Tuple[List[CatalogCommit], Optional[int]]:
     """The catalog-changing commits of ``records`` in WAL order, and the oldest xid met."""
-    from ..logical.decode import parse_commit_or_abort
+    from ..wal.rmgr.layouts import parse_commit_or_abort
 
     changed: Set[int] = set()
     commits: List[CatalogCommit] = []

@@ -877,7 +877,7 @@ def _server_version_num(given: int, major: int, catalog: Any) -> int:
 
 def _xact_only_skip_table() -> bytes:
     """An ``iter_decoding`` skip table that lets only RM_XACT records through."""
-    from .decode import RM_XACT_ID
+    from ..wal.rmgr.names import RM_XACT_ID
 
     t = bytearray(b"\x01" * (256 * 16))
     t[RM_XACT_ID << 4:(RM_XACT_ID + 1) << 4] = bytes(16)
@@ -906,13 +906,13 @@ def scan_aborted(records: Iterable[Any]) -> Set[int]:
     top-level transaction's, which lists it) is in the WAL.  A rolled-back
     subtransaction (ROLLBACK TO SAVEPOINT) writes its own abort record.
     """
-    from .decode import (
-        RM_XACT_ID,
+    from ..wal.rmgr.layouts import (
         XLOG_XACT_ABORT,
         XLOG_XACT_ABORT_PREPARED,
         XLOG_XACT_OPMASK,
         parse_commit_or_abort,
     )
+    from ..wal.rmgr.names import RM_XACT_ID
 
     out: Set[int] = set()
     for rec in _xact_records(records):
@@ -938,12 +938,12 @@ def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
     the peek ran, and PostgreSQL notices it at its first catalog scan
     (concurrent abort).  Only needed for two-phase decoding.
     """
-    from .decode import (
-        RM_XACT_ID,
+    from ..wal.rmgr.layouts import (
         XLOG_XACT_ABORT_PREPARED,
         XLOG_XACT_OPMASK,
         parse_commit_or_abort,
     )
+    from ..wal.rmgr.names import RM_XACT_ID
 
     out: Set[int] = set()
     for rec in _xact_records(records):

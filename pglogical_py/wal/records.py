@@ -67,6 +67,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import WalParseError
 from ..lsn import format_lsn
+from .rmgr.names import rmgr_name
 
 __all__ = [
     "XLogRecord",
@@ -128,34 +129,6 @@ _BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
 _IMG_HDR = struct.Struct("<HHB")  # bimg_len, hole_offset, bimg_info
 _RLOC_BLK = struct.Struct("<IIII")  # spcOid, dbOid, relNumber, blkno
 _BLK0 = struct.Struct("<BHIIII")  # fork_flags, data_length, RelFileLocator, blkno
-
-# rmgrlist.h names as pg_waldump prints them; used only until/unless
-# pglogical_py.wal.rmgr.names is importable.
-_FALLBACK_RMGR_NAMES = (
-    "XLOG",
-    "Transaction",
-    "Storage",
-    "CLOG",
-    "Database",
-    "Tablespace",
-    "MultiXact",
-    "RelMap",
-    "Standby",
-    "Heap2",
-    "Heap",
-    "Btree",
-    "Hash",
-    "Gin",
-    "Gist",
-    "Sequence",
-    "SPGist",
-    "BRIN",
-    "CommitTs",
-    "ReplicationOrigin",
-    "Generic",
-    "LogicalMessage",
-)
-
 
 class BlockRef:
     """One block reference of a record: DecodedBkpBlock (access/xlogreader.h).
@@ -682,17 +655,6 @@ def _rmgr() -> Any:
             pass
         _rmgr_mod = mod
     return _rmgr_mod
-
-
-def rmgr_name(rmid: int) -> str:
-    """RmgrDescData.rm_name for ``rmid`` (custom rmgrs print as ``custom%03d``)."""
-    mod = _rmgr()
-    if mod is not None:
-        name: str = mod.rmgr_name(rmid)
-        return name
-    if rmid < len(_FALLBACK_RMGR_NAMES):
-        return _FALLBACK_RMGR_NAMES[rmid]
-    return f"custom{rmid:03d}"
 
 
 def identify(rmid: int, info: int, major: int = 15) -> str:

@@ -189,6 +189,8 @@ from .records import (
     _decode_record,
     _parse_error,
 )
+from .rmgr.layouts import XLOG_SWITCH
+from .rmgr.names import RM_MAX_BUILTIN_ID, RM_MIN_CUSTOM_ID, RM_XLOG_ID
 
 __all__ = [
     "XLogReader",
@@ -221,11 +223,6 @@ XLP_ALL_FLAGS = 0x000F
 WalSegMinSize = 1024 * 1024
 WalSegMaxSize = 1024 * 1024 * 1024
 
-# access/rmgr.h: RM_MAX_BUILTIN_ID (RM_LOGICALMSG_ID) and the custom range
-RM_MAX_BUILTIN_ID = 21
-RM_MIN_CUSTOM_ID = 128
-RM_XLOG_ID = 0
-XLOG_SWITCH = 0x40
 
 # precompiled layouts (little-endian; all supported servers are x86-64/arm64 LE)
 _PAGE_HDR = struct.Struct("<HHIQI")  # magic, info, tli, pageaddr, rem_len
