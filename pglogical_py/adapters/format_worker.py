@@ -3,8 +3,8 @@
 Mirrors: nothing in PostgreSQL as a process -- a walsender formats its rows in the
 backend that decodes them.  What the child runs is the output plugin's own row
 printers (``TestDecoding.rows_from_spec``, the fused printers of
-plugins/test_decoding.py) and the command line's tsv sink: this module only moves
-that work onto a second CPU.
+plugins/_test_decoding_rows.py) and the command line's tsv sink: this module only moves
+that work onto a second CPU, through the row-offload protocol of logical/_offload.py.
 
 NOTES
     Formatting is the largest share of a decode that is not reading WAL: on the
@@ -57,7 +57,7 @@ import struct
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 from ..errors import PglogicalError
-from ..logical.logical import (
+from ..logical._offload import (
     OFFLOAD_DELETE,
     OFFLOAD_INSERT,
     OFFLOAD_OLD_KEY,

@@ -124,9 +124,12 @@ REQUIRED_TABLES = (
     "pg_am",
 )
 
-# catalog/pg_type_d.h: the built-ins format_type_extended special-cases
+# catalog/pg_type_d.h: the built-ins format_type_extended special-cases (and OIDOID,
+# DATEOID: test_decoding prints them specially)
 BITOID = 1560
 BOOLOID = 16
+DATEOID = 1082
+OIDOID = 26
 BPCHAROID = 1042
 FLOAT4OID = 700
 FLOAT8OID = 701

@@ -84,16 +84,6 @@ from .snapbuild import SnapBuild, SnapBuildState
 OUTPUT_PLUGIN_BINARY_OUTPUT = 0
 OUTPUT_PLUGIN_TEXTUAL_OUTPUT = 1
 
-# The row-offload protocol (``LogicalDecodingContext.row_offload``, not PostgreSQL's):
-# a plugin's fast lane sends a tuple as ``row_offload.send_row(code | kind, lsn, xid,
-# tuple bytes)``, ``code`` from ``row_offload.define(spec)``, ``kind`` one of these
-# (an update with old key sends the old key first, then the new tuple)
-OFFLOAD_INSERT = 1
-OFFLOAD_UPDATE = 2
-OFFLOAD_UPDATE_OLD = 3
-OFFLOAD_DELETE = 4
-OFFLOAD_OLD_KEY = 5
-
 
 class OutputPluginOptions:
     """OutputPluginOptions (output_plugin.h): what ``startup`` tells the context."""
@@ -306,7 +296,8 @@ class LogicalDecodingContext:
         self.cache_epoch = 0
         #: a process that prints the fast lanes' rows (adapters/format_worker.py; the
         #: command line sets it): a plugin may send it raw tuples instead of printing
-        #: them while rows reach ``row_offload.line_sink`` (the context's sink)
+        #: them while rows reach ``row_offload.line_sink`` (the context's sink); the
+        #: protocol is logical/_offload.py's
         self.row_offload: Any = None
         self._sink: RowSink = sink if sink is not None else self._append_row
         self.reorder = ReorderBuffer(
