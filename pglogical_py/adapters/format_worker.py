@@ -7,10 +7,8 @@ plugins/_test_decoding_rows.py) and the command line's tsv sink: this module onl
 that work onto a second CPU, through the row-offload protocol of logical/_offload.py.
 
 NOTES
-    Formatting is the largest share of a decode that is not reading WAL: on the
-    bulk-insert benchmark (W2) the decode ran 1.7-2.1 s under PyPy and 1.06-1.10 s with
-    its rows' printing left out, 6.4 s against 3.9 s under CPython; on pgbench (W1)
-    1.5 s against 1.0 s (docs/performance.md, "fifteenth pass").  The reorder
+    Formatting is the largest share of a decode that is not reading WAL, about a
+    third of it (docs/performance.md, "fifteenth pass").  The reorder
     buffer replays each committed transaction in order; for a relation the plugin's
     fast lane handles, the lane then hands the WAL tuple bytes here
     (``send_row``) instead of printing them, and every other row (BEGIN, COMMIT,

@@ -37,9 +37,8 @@ NOTES
     it).  The rmgr ids, info bits, flags and sizes, and the commit / abort /
     prepare parsing (``ParsedXact``), are ``wal/rmgr``'s (``names.py``,
     ``layouts.py``), imported by name so that they are module globals here; the
-    typed-body modules of ``wal/rmgr`` are never imported (their dataclasses cost
-    ~0.2 G CPython instructions of start-up, and their parsers build an object per
-    record).
+    typed-body modules of ``wal/rmgr`` are never imported (their dataclasses are
+    costly to create, and their parsers build an object per record).
 
     Timestamps (commit, prepare, abort) stay PostgreSQL ``TimestampTz`` ints
     (microseconds since 2000-01-01 UTC).
@@ -137,10 +136,9 @@ from .snapbuild import RunningXacts, SnapBuildState
 
 #: ``fast_table``'s default: plain commits decoded in the reader (``xact_fast``) on
 #: CPython, where a commit that comes back as a record object costs the page run's
-#: end, the walk's general path, the object and the dispatch (W1, 60,000 commits:
-#: 2.38 -> 2.05 s with the clean-up trims, docs/performance.md "sixteenth pass");
-#: not on PyPy, whose JIT ran the one-process W1 decode 8 % slower with the replay
-#: called from inside the walk's loop (1.44 s against 1.33 s, medians of 6)
+#: end, the walk's general path, the object and the dispatch (docs/performance.md,
+#: "sixteenth pass"); not on PyPy, whose JIT ran the decode slower with the replay
+#: called from inside the walk's loop
 COMMITS_IN_READER = sys.implementation.name != "pypy"
 #: the xinfo bits of a commit ``xact_fast`` reads without ParsedXact: the database
 #: (xl_xact_dbinfo, right after xinfo) and a flag with no data
@@ -373,9 +371,9 @@ class LogicalDecoder:
         (whose layout depends on the major: the record's own is read in full).
         Same steps as ``xact_decode`` + ``decode_commit`` (which do no ProcessXid for
         a commit either); a malformed body fails as ``process_record`` makes it fail.
-        Measured (docs/performance.md, sixteenth pass): a commit that comes back as
-        a record object costs its page run's end, the walk's general path, the
-        object and the dispatch -- W1's 60,000 commits.
+        Why (docs/performance.md, sixteenth pass): a commit that comes back as a
+        record object costs its page run's end, the walk's general path, the object
+        and the dispatch, once per transaction.
         """
         if info & XLOG_XACT_OPMASK != XLOG_XACT_COMMIT or main_len < 8 or d[o + 24] != 255:
             return False

@@ -43,10 +43,7 @@ NOTES
       ``_assemble`` finds the parts (``crc32c_range``), so the joined copy is not
       read again.  See crc32c.py for the loop itself (whole 8-byte steps, no tail).
 
-    Measured (process CPU time, best of 5, loaded 2-core machine; docs/performance.md
-    "WAL reader profile"): pgbench WAL (171,079 records, 151 MB) PyPy 0.68 -> 0.63 s,
-    bulk-insert WAL (601,294 records, 67 MB) PyPy 0.62 -> 0.49 s, whole process with
-    CRC; pg_waldump 15 text output takes 0.22-0.38 s and 0.46-0.58 s there.
+    Measured figures: docs/performance.md, "WAL reader profile".
 
     Decoding mode (``iter_decoding``, what ``LogicalDecodingContext.decode`` uses).
     Half the records of an insert-heavy WAL are index records decode.c never looks
@@ -57,18 +54,17 @@ NOTES
     no slice), which also proves it has no top-level-xid block -- and is not
     yielded: its xid goes to a callback (once per run of such records of one xid).
     A record of another shape -- of these types, most often one carrying full-page
-    images (pgbench W1: Heap LOCK records with images are 130 MB of 182) -- gets
+    images (on pgbench's WAL most of its bytes: Heap LOCK records with images) -- gets
     DecodeXLogRecord's checks from ``_skim_record`` (``wal/_skim.py``), which walks
     the block headers where the record lies and builds nothing, and is skipped when
-    it names no
-    top-level xid (AssignChild needs it; a record that names one is decoded in full
-    and yielded).  When such a record crosses pages, ``_assemble`` CRCs its parts
-    where they lie and joins only its first ``_SKIM_PREFIX`` bytes (whole parts),
-    enough for any block headers PostgreSQL writes (more is joined when they run
-    past it), so its images are never copied.  A second
-    table maps record types to handlers that decode a record of the commonest shape
-    where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
-    common heap record costs neither an ``XLogRecord`` nor a copy of the record.
+    it names no top-level xid (AssignChild needs it; a record that names one is
+    decoded in full and yielded).  When such a record crosses pages, ``_assemble``
+    CRCs its parts where they lie and joins only its first ``_SKIM_PREFIX`` bytes
+    (whole parts), enough for any block headers PostgreSQL writes (more is joined when
+    they run past it), so its images are never copied.  A second table maps record types
+    to handlers that decode a record of the commonest shape where it lies (decode.py's
+    ``heap_fast``: heap insert/update/delete), so the common heap record costs neither
+    an ``XLogRecord`` nor a copy of the record.
     On CPython (C CRC) the records of a page that are skipped or taken by a
     handler are walked by ``_page_run`` (``wal/_page_run.py``), one call per page
     run with none of the page, segment and start bookkeeping of the general loop,
@@ -80,10 +76,8 @@ NOTES
     does): PyPy traces a consumer's ``for`` loop over a generator through the
     generator's own loop up to its next ``yield`` -- every skipped and fast-handled
     record in between -- and such traces of the decode loop grew too long and were
-    thrown away.  With the callback the walk's loop is the one hot loop: W1's
-    decoding process compiled 32,527 operations instead of 34,212, and W2 ran
-    1.19 -> 1.05 s, W3 2.26 -> 2.02 s, W1 0.925 -> 0.905 s (docs/performance.md,
-    eighteenth pass).
+    thrown away.  With the callback the walk's loop is the one hot loop, compiled
+    once and smaller (docs/performance.md, eighteenth pass).
 
     ``iter(reader)`` validates the first segment and positions the reader at once
     (so ``major`` / ``segment_size`` are known and a non-WAL input fails there);
@@ -284,8 +278,8 @@ _C_EXTEND, _C_VALUE = _select_crc()
 # bound method or a table is re-checked wherever the JIT cannot hoist the check -- and
 # most of the walk runs in bridges, where nothing is hoisted: the CRC loop's steps run as
 # a bridge out of the record loop (the loop is traced from the CRC loop's header), and
-# each step through a local struct reader re-compared its format string (a call).  As
-# globals: W2 under PyPy 14.44 -> 13.29 G instructions (docs/performance.md, tenth pass).
+# each step through a local struct reader re-compared its format string (a call)
+# (docs/performance.md, tenth pass).
 _CRC_U2 = _crc_mod._U32X2
 _CRC_T = _crc_mod._FLAT
 _CRC_PRE = _crc_mod._PRE

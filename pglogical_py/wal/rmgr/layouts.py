@@ -12,11 +12,10 @@ NOTES
     These are the facts both sides of the project read: the rmgr modules (typed
     bodies, desc text) import their constants from here, and so do the decoder
     (logical/decode.py) and the reader.  The module holds no dataclass and imports
-    nothing heavy: the typed-body modules cost ~200 M CPython instructions of
-    start-up between them (their frozen dataclasses), which a decoding process
-    never pays.  Importing a constant by name (``from ..wal.rmgr.layouts import
-    XLOG_HEAP_INSERT``) makes it a module global of the importer, as a constant
-    defined there would be.
+    nothing heavy: the typed-body modules are costly to import (their frozen
+    dataclasses), and a decoding process never imports them.  Importing a constant by
+    name (``from ..wal.rmgr.layouts import XLOG_HEAP_INSERT``) makes it a module global
+    of the importer, as a constant defined there would be.
 
     Two parsers of a commit record remain, on purpose: ``xact.py``'s typed bodies
     (every array as objects, WalParseError naming the offset, for desc and
