@@ -7,8 +7,10 @@ values for attmissingval.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterator, List, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.adapters.catalog_files import load_catalog
@@ -18,8 +20,7 @@ from pglogical_py.errors import UnknownRelationError
 
 pytestmark = pytest.mark.live
 
-#: PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
-MAJORS = [15, 16, 17, 18]
+# PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
 
 SETUP_SQL = r"""
 CREATE SCHEMA s1;
@@ -68,17 +69,15 @@ CREATE TABLE toasted (id int PRIMARY KEY, big text);
 """
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=lambda m: f"pg{m}")
-def server(request: Any) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pglogical_py.testing.pgserver")
-    try:
-        srv = pgserver.PgServer(request.param)
-    except pgserver.PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        with srv.connect() as conn:
-            conn.execute(SETUP_SQL)
-        yield srv
+@contextlib.contextmanager
+def _setup(srv: Any) -> Iterator[None]:
+    with srv.connect() as conn:
+        conn.execute(SETUP_SQL)
+    yield
+
+
+#: the catalogs of every major (_live.ALL_MAJORS)
+server = _live.server_fixture(majors=_live.ALL_MAJORS, setup=_setup)
 
 
 @pytest.fixture(scope="module")

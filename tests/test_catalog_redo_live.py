@@ -37,7 +37,7 @@ from pglogical_py.cli import main  # noqa: E402
 
 OPTIONSETS: List[Tuple[str, str]] = [("1", "0"), ("0", "1")]
 
-server = _live.server_fixture()
+server = _live.server_fixture(_live.SERVER_SETTINGS, sessions=_live.NCONN)
 
 
 def _decode(srv: Any, export: str, restart: str, confirmed: str, flush: str, xids: str,
