@@ -154,6 +154,14 @@ from ..wal.bufpage import (
 from ..wal.rmgr import heap as rheap
 from ..wal.rmgr import heap2 as rheap2
 from ..wal.rmgr import layouts
+from ..wal.rmgr.names import (
+    RM_HEAP2_ID,
+    RM_HEAP_ID,
+    RM_RELMAP_ID,
+    RM_SMGR_ID,
+    RM_XACT_ID,
+    RM_XLOG_ID,
+)
 from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS
 from .physical import PhysicalCatalog, TupleVersion, _Heap
 from .relmapper import RELMAPPER_FILENAME, RelMap
@@ -165,8 +173,7 @@ _IDENTITY = {"pg_attribute": ("attrelid", "attnum"), "pg_inherits": ("inhrelid",
 __all__ = ["CatalogRedo", "RedoCatalog", "RedoPage", "has_system_columns",
            "load_export", "xid_running_in_snapshot"]
 
-# rmgr ids (rmgrlist.h)
-RM_XLOG_ID, RM_XACT_ID, RM_SMGR_ID, RM_RELMAP_ID, RM_HEAP2_ID, RM_HEAP_ID = 0, 1, 2, 7, 9, 10
+# storage/smgr's xl_smgr_truncate (the rmgr ids are wal/rmgr/names.py's)
 XLOG_SMGR_TRUNCATE = 0x20
 SMGR_TRUNCATE_HEAP = 0x0001
 MAIN_FORKNUM = 0
