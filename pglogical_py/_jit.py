@@ -9,19 +9,15 @@ NOTES
     decode loop calls code that runs once per *transaction* (creating a
     ReorderBufferTXN, the replay, the plugin's commit callback, the clean-up, the
     output sink's batch write) from branches that differ record to record; inlined,
-    that code is traced again in each of the bridges it ends up in.  On a short
-    decode of many small transactions (the pgbench benchmark, W1) the command line
-    traced ~616 k operations (tracing 0.35-0.54 s) before these hints and ~492 k
-    (0.29-0.36 s) with them (docs/performance.md, "JIT warm-up").  A call costs a
-    little more than inlined code, once per transaction.  Per-row functions stay
+    that code is traced again in each of the bridges it ends up in, which on a
+    short decode of many small transactions is much of the tracing time
+    (docs/performance.md, "JIT warm-up").  A call costs a little more than inlined
+    code, once per transaction.  Per-row functions stay
     inlined (a call there boxes its integer arguments on every row), with one
     exception: the reader's fast handler for heap records (``LogicalDecoder.heap_fast``),
     which the walk reaches from each of its record paths: inlined, it was traced again
-    in every bridge of the walk that ends in a heap change.  Compiled on its own, W1's
-    decoding process compiled 34,212 operations instead of 41,995 and W1 ran 0.950 ->
-    0.910 s and 0.915 -> 0.865 s (12 and 10 alternating rounds), W3 2.30 -> 2.17 s;
-    W2 (one heap insert per row) kept its wall time, 1.06 s, for ~0.05 s more CPU
-    (docs/performance.md, eighteenth pass).
+    in every bridge of the walk that ends in a heap change; compiled on its own it is
+    compiled once (docs/performance.md, eighteenth pass).
 
     ``not_inlined(func)`` marks ``func``'s code object with
     ``pypyjit.dont_trace_here`` ("do not inline this function"); PyPy then traces it
@@ -32,9 +28,8 @@ NOTES
     tuple descriptor) runs in a namespace made by ``exec_generated``: a module's
     dict, not a plain one.  PyPy keeps a module's globals in cells its JIT treats as
     constants, so ``LOAD_GLOBAL`` of a helper or a literal costs nothing in compiled
-    code; in a plain dict every ``LOAD_GLOBAL`` stays a hash look-up (nine per W2
-    row in the bridges the replay loop runs through; a micro-benchmark loop reading
-    two globals ran 16x slower).  CPython reads both kinds alike.
+    code; in a plain dict every ``LOAD_GLOBAL`` stays a hash look-up, several per
+    row in the bridges the replay loop runs through.  CPython reads both kinds alike.
 
 INVARIANTS
     * A hint only: behaviour and output are the same with and without it.

@@ -10,22 +10,20 @@ NOTES
     their transaction commits (the queued changes: PostgreSQL holds them too) and
     output rows that live until their batch is written.  With 1 MB most of them
     survive a minor collection, are copied to the old generation and wait for a major
-    collection: on the W2 benchmark (1M inserts) PyPy reported 3.1 s of GC in a
-    3.9 s decode with 1 MB, 0.5 s with 32 MB (loaded machine).  So the command
+    collection, and GC dominated a bulk decode (docs/performance.md, "PyPy: GC
+    nursery").  So the command
     line re-executes itself once under PyPy with ``NURSERY`` unless the variable is
     already set (the user's value wins, ``PYPY_GC_NURSERY=1MB`` restores PyPy's
     default).  The cost is one more interpreter start (~40 ms of CPU); the nursery
     adds its size to the resident set once.  That first process imports only this
     module and the package's ``__init__`` (errors, lsn): the module lives beside the
     package's ``__init__``, not in ``cli/`` (whose ``__init__`` imports argparse), and
-    neither imports ``typing`` at run time: 26 ms of PyPy imports before the
-    execution became 2.5 ms.
+    neither imports ``typing`` at run time, so the first process imports next to
+    nothing before it re-executes.
 
-    Why 8 MB (docs/performance.md, "PyPy: GC nursery"): 16 MB and 32 MB were a little
-    faster again on the benchmarks, but the peak RSS of the memory-bounded 1M-row
-    decode (work_mem 64MB) went from 174 MB (1 MB and 8 MB) to 208 MB and 224 MB,
-    past issue 5's work_mem + 150 MB.  Lower JIT warm-up thresholds
-    (``pypyjit.set_param``) were measured too and did not pay.
+    Why 8 MB (docs/performance.md, "PyPy: GC nursery"): larger nurseries were a little
+    faster again, but put the memory-bounded decode's peak RSS past issue 5's
+    work_mem + 150 MB.
 
     Huge pages.  Where Linux gives transparent huge pages only to the memory that
     asks for them (THP mode ``madvise``, this box's and many distributions' default),
@@ -33,41 +31,30 @@ NOTES
     later; others ignore the tunable), added to any ``GLIBC_TUNABLES`` the user set
     unless that names ``hugetlb`` itself: glibc then asks for huge pages for its
     large allocations, and the WAL segments, read whole (16 MB each), and the GC's
-    arenas fault in 2 MB at a time.  pgbench benchmark (W1): page faults ~62,000 ->
-    ~14,000, whole-process CPU 1.93-2.12 s -> 1.71-1.97 s (five alternating pairs;
-    W2 within its noise); the 1M-row decode's peak RSS +2 MB.  CPython is left
-    alone: re-executed for the tunable alone, four alternating pairs showed no gain
-    through the box's noise (W1 3.05-4.04 s against 2.85-3.74 s).
+    arenas fault in 2 MB at a time: far fewer page faults, for a little RSS.  CPython
+    is left alone: re-executing it for the tunable alone showed no gain.
 
     JIT warm-up.  A decode is one short run of a few hundred hot code paths (one per
     record shape, per column type, per callback), and PyPy's JIT spends a large part of
-    it interpreting them until they reach its counters' thresholds and tracing them:
-    a pgbench decode (W1) ran 0.9-1.05 s warm in one process against 1.7-1.85 s the
-    first time.  So the command line lowers three of PyPy's JIT parameters
+    it interpreting them until they reach its counters' thresholds and tracing them
+    (a warm decode runs in about half the time of a first one).  So the command line
+    lowers three of PyPy's JIT parameters
     (``JIT_BASE``): loops are traced after 500 iterations instead of 1039, functions
     after 800 calls instead of 1619, and a guard gets its bridge after 50 failures
-    instead of 200.  Whole decodes, PyPy's defaults and these alternating, 12 rounds,
-    medians: W1 (pgbench) one process 1.87 -> 1.59 s (user CPU 1.68 -> 1.38 s), with
-    the CRC worker 1.90 -> 1.67 s; W2 (bulk inserts) 2.39 -> 1.85 s and 1.89 -> 1.62 s.
-    Two decodes at a time on the two cores (both see the same load): W1 0.87x, W2
-    0.88x user CPU over 8 pairs, W3 (DDL) 0.92x.  And it turns loop unrolling off
+    instead of 200.  And it turns loop unrolling off
     (``NO_UNROLL``: every trace optimisation PyPy has but ``unroll``, which peels each
     loop once more to optimise its body against the first iteration): a decode's
     loops are many and short-lived, and the compile time that peeling costs is not
-    paid back (docs/performance.md, fifteenth pass: W1 1.145 -> 1.030 s, W3 (DDL)
-    2.31-2.66 -> 2.02-2.13 s, W2 1.16 -> 1.145 s, medians of 8 alternating rounds; the
-    supported ``disable_unrolling=0`` gained less, W1 1.080 s).
+    paid back (docs/performance.md, fifteenth pass; the supported
+    ``disable_unrolling=0`` gained less).
     That holds for the decoding process, not for the CRC worker it forks
     (adapters/crc_worker.py): its time goes to one loop, the CRC-32C's, whose trace
     without unrolling boxed the ints it carries from one 8-byte step to the next (five
-    allocations a step: 300 minor collections instead of 100 in a W1 walk, its CPU
-    0.59 -> 0.76-0.89 s).  The worker turns unrolling back on
-    (``restore_unrolling``): W1 medians of 8 alternating rounds 1.14 -> 1.08 s and
-    1.22 -> 1.10 s; unrolling everywhere instead: 3.2 s.  ``enable_opts`` is
+    allocations a step).  The worker turns unrolling back on (``restore_unrolling``);
+    unrolling everywhere instead was much slower.  ``enable_opts`` is
     documented by PyPy as internal: where it is rejected the thresholds are set alone.
-    Also measured (docs/performance.md, "fourteenth pass"): ``trace_limit=3000`` cut W1's
-    instructions further but made W2 ~20 % slower (a hot loop's trace aborted as too
-    long); lower thresholds again (300 / 500) or higher (2000 / 3000) were worse on W2.
+    A higher ``trace_limit`` and other thresholds were measured and did not pay
+    (docs/performance.md, "fourteenth pass": a hot loop's trace aborted as too long).
     ``pypyjit.set_param`` applies to the process that decodes (after the re-execution)
     and so to the CRC and format workers it forks; ``PGLOGICAL_PY_JIT`` replaces the parameters
     (a ``pypyjit.set_param`` string; empty: PyPy's defaults).
@@ -77,10 +64,9 @@ NOTES
     counters no code reaches (``JIT_HELD``): importing the package's ~100 modules,
     building the argument parser and parsing the arguments run once, yet their
     comprehensions and regular-expression compiles reached the thresholds above and
-    were traced: 72 traces (~50 ms of tracing) before W1's first record, of 145.
+    were traced (about half of a short decode's traces, before its first record).
     Everything the command runs -- the catalog load, a catalog redo, the decode, the
-    workers it forks -- runs with the parameters above.  W1, whole process, medians of
-    8-10 alternating rounds: 0.83-0.95 -> 0.79-0.87 s (four separate series).
+    workers it forks -- runs with the parameters above.
     With a user's ``PGLOGICAL_PY_JIT``, or where PyPy took none of our parameters,
     nothing is held (holding would change parameters the user did not name).
 
@@ -233,8 +219,7 @@ def restore_unrolling() -> bool:
 
     Without unrolling, a loop's trace receives the values it carries from one
     iteration to the next boxed, and boxes them again for the next: the CRC-32C loop
-    allocated five ints per 8 bytes of WAL (W1: ~1.4 GB through the nursery, 300
-    minor collections instead of 100).  The CRC worker runs that one loop for most of
+    allocated five ints per 8 bytes of WAL.  The CRC worker runs that one loop for most of
     its time and compiles little else, where the decoding process compiles hundreds
     of short-lived paths (see NOTES)."""
     global _unrolling_off

@@ -278,12 +278,12 @@ def load_catalog(request: DecodeRequest, slot: SlotPositions) -> Any:
     if request.catalog_redo:
         return _redo_catalog(request, slot.restart_lsn)
     if os.path.isdir(path):
-        from .catalog.physical import PhysicalCatalog
+        from .adapters.datadir import load_physical_catalog
 
-        return PhysicalCatalog.load(path, slot.database)
-    from .catalog.snapshot import CatalogSnapshot
+        return load_physical_catalog(path, slot.database)
+    from .adapters.catalog_files import load_catalog as load_export
 
-    return CatalogSnapshot.load(path)
+    return load_export(path)
 
 
 def _redo_catalog(request: DecodeRequest, restart_lsn: int) -> Any:

@@ -1,17 +1,29 @@
-"""Shared set-up of the live differential tests that drive two sessions of a real server.
+"""Shared set-up of the live tests: the ``server`` fixture factory, the majors they run
+against, and the helpers of the live differential tests that drive two sessions.
 
-``test_ddl_live.py``, ``test_ddl_syscache_live.py`` and ``test_catalog_redo_live.py`` all
-start a throw-away PostgreSQL (``pglogical_py/testing/pgserver.py``: PG15 by default,
-``PGLOGICAL_LIVE_MAJORS`` adds others), run a workload over two autocommit sessions with
-a short lock_timeout, take ``pg_logical_slot_peek_binary_changes`` of a test_decoding
-slot as the oracle and compare our decode of the server's pg_wal with it byte for byte.
+Every live test module gets its throw-away PostgreSQL (``pglogical_py/testing/pgserver.py``)
+from ``server_fixture(settings, ...)``: one module-scoped server per module and major, with
+the module's own server settings and set-up.  ``MAJORS`` is the one list of majors the live
+tests run against: PostgreSQL 15 by default (what CI installs), ``PGLOGICAL_LIVE_MAJORS``
+(e.g. ``15,16,17,18``) adds others.  ``ALL_MAJORS`` is for the modules that deliberately
+test every major whose binaries can be had (type output, tuple layouts, catalogs, rmgr
+descriptions: the things that differ between majors); a major that cannot be had skips.
+A module pinned to one major (``majors=[15]``) says why; a test that damages its server
+(a crash, a deleted segment) starts its own with ``start_server``.
+
+``test_ddl_live.py``, ``test_ddl_syscache_live.py`` and ``test_catalog_redo_live.py`` run a
+workload over two autocommit sessions with a short lock_timeout (``sessions=NCONN``), take
+``pg_logical_slot_peek_binary_changes`` of a test_decoding slot as the oracle and compare
+our decode of the server's pg_wal with it byte for byte.
 
 NOTES
-    The server fixture is made by ``server_fixture()`` so that each test module binds its
-    own module-scoped ``server`` (one server per module and major, as before), without a
-    conftest fixture other live tests could pick up by accident.  ``lock_timeout`` keeps
-    the two sessions from waiting on each other forever: a statement that times out rolls
-    its transaction back and the workload's model with it.
+    The fixture is made by ``server_fixture()`` so that each test module binds its own
+    module-scoped fixture (one server per module and major), without a conftest fixture
+    other live tests could pick up by accident.  ``setup(srv)`` is the module's set-up, a
+    context manager: what it yields (when not None) is the fixture's value instead of the
+    server, and its exit is the module's clean-up.  ``lock_timeout`` keeps the two
+    sessions from waiting on each other forever: a statement that times out rolls its
+    transaction back and the workload's model with it.
 
     The random DDL/DML workloads (``workloads``, ``run_ddl``) are shared by
     ``test_ddl_live`` (decode against the physical catalog) and ``test_catalog_redo_live``
@@ -27,7 +39,7 @@ INVARIANTS
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,7 +47,11 @@ from hypothesis import strategies as st
 
 from pglogical_py.adapters.tsv import escape_tsv
 
+#: the majors of the live tests: 15 (what CI has) unless PGLOGICAL_LIVE_MAJORS says more
 MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_LIVE_MAJORS", "15").split(",") if m]
+#: every supported major, for the modules that test what differs between majors (a major
+#: whose binaries cannot be had skips)
+ALL_MAJORS = [15, 16, 17, 18]
 #: the workload's sessions (besides the admin connection that creates slots and peeks)
 NCONN = 2
 #: the server settings of these tests: no WAL recycled under a slot's feet, no autovacuum
@@ -43,30 +59,52 @@ NCONN = 2
 SERVER_SETTINGS = {"wal_recycle": "off", "autovacuum": "off", "max_replication_slots": 4}
 
 
-def server_fixture() -> Any:
-    """A module-scoped ``server`` fixture, one per major of ``MAJORS``: ``srv.admin`` (an
-    autocommit connection), ``srv.conns`` (``NCONN`` autocommit sessions with
-    ``lock_timeout = 100ms``), ``srv.example`` (an example counter for unique names)."""
+def start_server(major: int, settings: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Any:
+    """A PgServer of ``major`` (not started: use it as a context manager); the test skips
+    when that major cannot be had.  A keyword's value that is callable is called with the
+    major (``install=lambda m: m == 15``)."""
+    pgserver = pytest.importorskip("pglogical_py.testing.pgserver")
+    kwargs = {k: v(major) if callable(v) else v for k, v in kwargs.items()}
+    try:
+        return pgserver.PgServer(major, settings=dict(settings or {}), **kwargs)
+    except pgserver.PgUnavailable as err:
+        pytest.skip(str(err))
 
-    @pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
+
+def server_fixture(settings: Optional[Dict[str, Any]] = None, *,
+                   majors: Optional[Sequence[int]] = None,
+                   setup: Optional[Callable[[Any], ContextManager[Any]]] = None,
+                   sessions: int = 0, name: Optional[str] = None, **kwargs: Any) -> Any:
+    """A module-scoped fixture (named as the module variable holding it, or ``name``),
+    one started server per major of ``majors``
+    (default ``MAJORS``) with ``settings``.  ``sessions``: also ``srv.admin`` (an
+    autocommit connection), ``srv.conns`` (that many autocommit sessions with
+    ``lock_timeout = 100ms``) and ``srv.example`` (a counter for unique names).  ``setup``:
+    see NOTES.  Other keywords go to ``PgServer``."""
+    params = list(MAJORS if majors is None else majors)
+
+    named: Dict[str, Any] = {} if name is None else {"name": name}
+
+    @pytest.fixture(scope="module", params=params, ids=[f"pg{m}" for m in params], **named)
     def server(request: Any) -> Iterator[Any]:
-        from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-        try:
-            srv: Any = PgServer(request.param, settings=dict(SERVER_SETTINGS))
-        except PgUnavailable as err:
-            pytest.skip(str(err))
+        srv = start_server(request.param, settings, **kwargs)
         with srv:
-            srv.admin = srv.connect()
-            srv.conns = [srv.connect(autocommit=True) for _ in range(NCONN)]
-            for c in srv.conns:
-                c.execute("SET lock_timeout = '100ms'")
-            srv.example = 0
+            if sessions:
+                srv.admin = srv.connect()
+                srv.conns = [srv.connect(autocommit=True) for _ in range(sessions)]
+                for c in srv.conns:
+                    c.execute("SET lock_timeout = '100ms'")
+                srv.example = 0
             try:
-                yield srv
+                if setup is None:
+                    yield srv
+                else:
+                    with setup(srv) as value:
+                        yield srv if value is None else value
             finally:
-                for c in srv.conns + [srv.admin]:
-                    c.close()
+                if sessions:
+                    for c in srv.conns + [srv.admin]:
+                        c.close()
 
     return server
 

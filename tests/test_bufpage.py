@@ -19,6 +19,7 @@ import os
 import struct
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+import _live  # type: ignore[import-not-found]
 import _matrix  # type: ignore[import-not-found]
 import pytest
 from hypothesis import given, settings
@@ -425,16 +426,11 @@ _NBLOCKS = 4
 def _server(major: int) -> Iterator[Any]:
     try:
         import psycopg  # noqa: F401
-
-        from pglogical_py.testing.pgserver import PgServer, PgUnavailable
     except ImportError:
         pytest.skip("psycopg not installed (CPython-only live tests)")
     if not hasattr(os, "geteuid"):
         pytest.skip("POSIX only")
-    try:
-        srv = PgServer(major, settings={"autovacuum": False, "full_page_writes": True})
-    except PgUnavailable as exc:
-        pytest.skip(str(exc))
+    srv = _live.start_server(major, {"autovacuum": False, "full_page_writes": True})
     with srv:
         srv.execute("CREATE EXTENSION pageinspect")
         yield srv

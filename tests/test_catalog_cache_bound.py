@@ -15,7 +15,8 @@ from typing import List
 import _matrix  # type: ignore[import-not-found]
 import pytest
 
-from pglogical_py.catalog.physical import DEFAULT_SNAPSHOT_CACHE_SIZE, PhysicalCatalog
+from pglogical_py.adapters.datadir import load_physical_catalog
+from pglogical_py.catalog.physical import DEFAULT_SNAPSHOT_CACHE_SIZE
 from pglogical_py.catalog.visibility import HistoricSnapshot
 from pglogical_py.errors import UsageError
 
@@ -48,7 +49,7 @@ def test_bounded_cache_gives_the_same_output(wdir: str, size: int) -> None:
     import test_decode_corpus as corpus
 
     physical = os.path.join(wdir, "physical")
-    pc = PhysicalCatalog.load(physical, cache_size=size)
+    pc = load_physical_catalog(physical, cache_size=size)
     saved = corpus._catalogs.get(physical)
     corpus._catalogs[physical] = pc
     try:
@@ -67,7 +68,7 @@ def test_bounded_cache_gives_the_same_output(wdir: str, size: int) -> None:
 
 @pytest.mark.skipif(not CASES, reason="no ddl fixtures")
 def test_lru_order_and_rebuild() -> None:
-    pc = PhysicalCatalog.load(os.path.join(CASES[0], "physical"), cache_size=2)
+    pc = load_physical_catalog(os.path.join(CASES[0], "physical"), cache_size=2)
     assert DEFAULT_SNAPSHOT_CACHE_SIZE >= 2
     s1 = HistoricSnapshot(3, 3, ())
     s2 = HistoricSnapshot(3, 4, ())
@@ -86,6 +87,6 @@ def test_lru_order_and_rebuild() -> None:
 
 def test_cache_size_must_be_positive() -> None:
     with pytest.raises(UsageError):
-        PhysicalCatalog.load(os.path.join(FIXTURES, "pg15", "ddl", "physical"), cache_size=0)
+        load_physical_catalog(os.path.join(FIXTURES, "pg15", "ddl", "physical"), cache_size=0)
 
 

@@ -35,16 +35,16 @@ _cache: Dict[str, Tuple[Any, List[Any], Any]] = {}
 def _history(wdir: str) -> Tuple[Any, List[Any], Any]:
     got = _cache.get(wdir)
     if got is None:
+        from pglogical_py.adapters.datadir import load_physical_catalog
         from pglogical_py.adapters.files import iter_segments
         from pglogical_py.catalog.history import relation_history, scan_catalog_commits
-        from pglogical_py.catalog.physical import PhysicalCatalog
         from pglogical_py.wal.xlogreader import XLogReader
 
         with open(os.path.join(wdir, "meta.json")) as f:
             meta = json.load(f)
         start = parse_lsn(meta["start_lsn"])
         end = parse_lsn(meta["end_lsn"])
-        pc = PhysicalCatalog.load(os.path.join(wdir, "physical"))
+        pc = load_physical_catalog(os.path.join(wdir, "physical"))
 
         def records() -> Any:
             for rec in XLogReader(iter_segments(os.path.join(wdir, "wal"), start_lsn=start),

@@ -7,18 +7,20 @@ values for attmissingval.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterator, List, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
+from pglogical_py.adapters.catalog_files import load_catalog
 from pglogical_py.catalog.ruleutils import quote_identifier
 from pglogical_py.catalog.snapshot import CatalogSnapshot
 from pglogical_py.errors import UnknownRelationError
 
 pytestmark = pytest.mark.live
 
-#: PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
-MAJORS = [15, 16, 17, 18]
+# PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
 
 SETUP_SQL = r"""
 CREATE SCHEMA s1;
@@ -67,17 +69,15 @@ CREATE TABLE toasted (id int PRIMARY KEY, big text);
 """
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=lambda m: f"pg{m}")
-def server(request: Any) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pglogical_py.testing.pgserver")
-    try:
-        srv = pgserver.PgServer(request.param)
-    except pgserver.PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        with srv.connect() as conn:
-            conn.execute(SETUP_SQL)
-        yield srv
+@contextlib.contextmanager
+def _setup(srv: Any) -> Iterator[None]:
+    with srv.connect() as conn:
+        conn.execute(SETUP_SQL)
+    yield
+
+
+#: the catalogs of every major (_live.ALL_MAJORS)
+server = _live.server_fixture(majors=_live.ALL_MAJORS, setup=_setup)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def snap(server: Any, tmp_path_factory: Any) -> CatalogSnapshot:
         data = export_catalog(conn)
     path = tmp_path_factory.mktemp("cat") / "catalog.json.gz"
     write_catalog(data, str(path))
-    return CatalogSnapshot.load(str(path))
+    return load_catalog(str(path))
 
 
 def rows(server: Any, sql: str) -> List[Tuple[Any, ...]]:
@@ -248,7 +248,7 @@ def test_load_forms_agree(server: Any, snap: CatalogSnapshot, tmp_path: Any) -> 
     c = CatalogSnapshot.load(gzip.compress(raw))
     p = tmp_path / "c.json"
     p.write_bytes(raw)
-    d = CatalogSnapshot.load(str(p))
+    d = load_catalog(str(p))
     for s in (a, b, c, d):
         assert s.major == server.major and s.datname == "postgres"
         assert s.relation_by_name("public", "plain").tupdesc.natts == 23

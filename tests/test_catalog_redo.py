@@ -83,11 +83,11 @@ _physical: Dict[str, Any] = {}
 
 
 def _physical_catalog(wdir: str) -> Any:
-    from pglogical_py.catalog.physical import PhysicalCatalog
+    from pglogical_py.adapters.datadir import load_physical_catalog
 
     pc = _physical.get(wdir)
     if pc is None:
-        pc = _physical[wdir] = PhysicalCatalog.load(os.path.join(wdir, "physical"))
+        pc = _physical[wdir] = load_physical_catalog(os.path.join(wdir, "physical"))
     return pc
 
 
@@ -224,7 +224,7 @@ def test_ddl2_follows_mapped_catalog_rewrites() -> None:
 
 @pytest.mark.skipif(not REDO, reason="no fixtures with catalog_start.json.gz")
 def test_system_column_export_still_loads_as_a_catalog_snapshot() -> None:
-    from pglogical_py.catalog.snapshot import CatalogSnapshot
+    from pglogical_py.adapters.catalog_files import load_catalog
 
     wdir = REDO[0]
     data = _export(wdir)
@@ -233,7 +233,7 @@ def test_system_column_export_still_loads_as_a_catalog_snapshot() -> None:
     assert isinstance(row["ctid"], list) and len(row["ctid"]) == 2
     assert row["infomask"] & 0x0100  # HEAP_XMIN_COMMITTED
     assert {"pg_proc", "pg_attrdef", "pg_partitioned_table"} <= set(data)
-    snap = CatalogSnapshot.load(os.path.join(wdir, "catalog_start.json.gz"))
+    snap = load_catalog(os.path.join(wdir, "catalog_start.json.gz"))
     assert snap.relation_by_oid(1259).relname == "pg_class"
 
 

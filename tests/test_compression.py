@@ -11,11 +11,13 @@ cases: overlapping copies, extended lengths, the 4095-byte window.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
+import _live  # type: ignore[import-not-found]
 import _matrix  # type: ignore[import-not-found]
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -315,22 +317,20 @@ def test_fuzz_mutated_streams(data: bytes, draw: st.DataObject) -> None:
 
 
 # --------------------------------------------------------------------------
-# Live PostgreSQL 15: compressed TOAST datums (pglz and lz4) read raw off a page
+# Live PostgreSQL (_live.MAJORS, 15 by default): compressed TOAST datums (pglz and lz4)
+# read raw off a page
 # --------------------------------------------------------------------------
 
 def _live_possible() -> bool:
     return sys.implementation.name == "cpython"
 
 
-class _Pg15:
-    """A throwaway PostgreSQL 15 (``pglogical_py.testing.pgserver``: a port from the OS,
-    retried on collision, readiness waited for) with ``sql()`` answering as ``psql -At``."""
+class _Psql:
+    """The module's server (``_live.server_fixture``) with ``sql()`` answering as
+    ``psql -At``."""
 
-    def __init__(self, settings_: Dict[str, str]) -> None:
-        from pglogical_py.testing.pgserver import PgServer
-
-        self.srv = PgServer(15, settings={"autovacuum": "off", **settings_})
-        self.srv.start()
+    def __init__(self, srv: Any) -> None:
+        self.srv = srv
 
     def sql(self, q: str) -> str:
         with self.srv.connect() as conn:
@@ -339,24 +339,15 @@ class _Pg15:
         return "\n".join("|".join("" if v is None else str(v) for v in row)
                          for row in rows)
 
-    def stop(self) -> None:
-        self.srv.cleanup()
 
-
-@pytest.fixture(scope="module")
-def pg15() -> Iterator[_Pg15]:
-    from pglogical_py.testing.pgserver import PgUnavailable
-
+@contextlib.contextmanager
+def _psql(srv: Any) -> Iterator[_Psql]:
     if not _live_possible():
-        pytest.skip("needs CPython (psycopg) and PostgreSQL 15")
-    try:
-        srv = _Pg15({})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    try:
-        yield srv
-    finally:
-        srv.stop()
+        pytest.skip("needs CPython (psycopg)")
+    yield _Psql(srv)
+
+
+server = _live.server_fixture({"autovacuum": "off"}, setup=_psql)
 
 
 def _values(n: int, seed: int) -> List[str]:
@@ -376,21 +367,21 @@ def _values(n: int, seed: int) -> List[str]:
 
 @pytest.mark.live
 @pytest.mark.parametrize("method", ["pglz", "lz4"])
-def test_live_toast_compressed_datums(pg15: _Pg15, method: str) -> None:
+def test_live_toast_compressed_datums(server: _Psql, method: str) -> None:
     """Inline-compressed varlenas (VARATT_IS_4B_C) off a real page decompress to the
     value PostgreSQL itself returns (toast_compression.c: pglz/lz4_decompress_datum)."""
     tab = f"t_{method}"
     vals = _values(12, seed=hash(method) & 0xFFFF)
-    pg15.sql("CREATE EXTENSION IF NOT EXISTS pageinspect")
-    pg15.sql(f"CREATE TABLE {tab} (id int, v text COMPRESSION {method})")
+    server.sql("CREATE EXTENSION IF NOT EXISTS pageinspect")
+    server.sql(f"CREATE TABLE {tab} (id int, v text COMPRESSION {method})")
     rows = ",".join(f"({i}, '{v}')" for i, v in enumerate(vals))
-    pg15.sql(f"INSERT INTO {tab} VALUES {rows}")
-    methods = pg15.sql(f"SELECT DISTINCT pg_column_compression(v) FROM {tab}")
+    server.sql(f"INSERT INTO {tab} VALUES {rows}")
+    methods = server.sql(f"SELECT DISTINCT pg_column_compression(v) FROM {tab}")
     assert methods == method
-    nblocks = int(pg15.sql(f"SELECT pg_relation_size('{tab}') / 8192"))
+    nblocks = int(server.sql(f"SELECT pg_relation_size('{tab}') / 8192"))
     seen = 0
     for blk in range(nblocks):
-        out = pg15.sql(
+        out = server.sql(
             f"SELECT encode(d[2], 'hex') FROM heap_page_items(get_raw_page('{tab}', {blk})), "
             f"LATERAL tuple_data_split('{tab}'::regclass, t_data, t_infomask, t_infomask2, "
             f"t_bits) AS d WHERE lp_flags = 1"

@@ -35,7 +35,7 @@ from hypothesis import given  # noqa: E402
 
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
-server = _live.server_fixture()
+server = _live.server_fixture(_live.SERVER_SETTINGS, sessions=_live.NCONN)
 
 
 @_live.live_settings("PGLOGICAL_LIVE_DDL_EXAMPLES", 30)

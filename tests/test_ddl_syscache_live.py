@@ -34,7 +34,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from pglogical_py.lsn import parse_lsn  # noqa: E402
 
-server = _live.server_fixture()
+server = _live.server_fixture(_live.SERVER_SETTINGS, sessions=_live.NCONN)
 
 
 class Model:

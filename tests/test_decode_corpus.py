@@ -58,11 +58,11 @@ def _remember(path: str, catalog: Any) -> Any:
 
 
 def _catalog(path: str) -> Any:
-    from pglogical_py.catalog.snapshot import CatalogSnapshot
+    from pglogical_py.adapters.catalog_files import load_catalog
 
     cat = _catalogs.get(path)
     if cat is None:
-        cat = _remember(path, CatalogSnapshot.load(path))
+        cat = _remember(path, load_catalog(path))
     return cat
 
 
@@ -122,11 +122,11 @@ def decode_fixture(wdir: str, sub: str, optionset: str, work_mem: Optional[int] 
     physical = os.path.join(wdir, "physical")
     if os.path.isdir(physical):
         # the physical catalog: every change decoded against its historic snapshot
-        from pglogical_py.catalog.physical import PhysicalCatalog
+        from pglogical_py.adapters.datadir import load_physical_catalog
 
         catalog = _catalogs.get(physical)
         if catalog is None:
-            catalog = _remember(physical, PhysicalCatalog.load(physical))
+            catalog = _remember(physical, load_physical_catalog(physical))
     else:
         catalog = _catalog(os.path.join(wdir, "catalog.json.gz"))
     rows: List[bytes] = []

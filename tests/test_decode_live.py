@@ -3,8 +3,8 @@
 Hypothesis generates SQL workloads -- inserts (TOASTed values too), updates, deletes,
 upserts, COPY, savepoints, rollbacks to savepoints, rollbacks, logical messages, PREPARE /
 COMMIT PREPARED / ROLLBACK PREPARED -- interleaved over several connections of a live
-PostgreSQL 15 (``PGLOGICAL_LIVE_MAJORS=15,16,17,18`` adds the others), with a two_phase
-slot or not.  For each example a fresh slot is created, the workload runs, and
+PostgreSQL 15 (``_live.MAJORS``: ``PGLOGICAL_LIVE_MAJORS=15,16,17,18`` adds the others),
+with a two_phase slot or not.  For each example a fresh slot is created, the workload runs, and
 ``pg_logical_slot_peek_binary_changes`` (the oracle) is compared with what
 ``LogicalDecodingContext`` + ``TestDecoding`` make of the same WAL, read from the server's
 ``pg_wal`` directory with the slot's restart_lsn / confirmed_flush_lsn and upto_lsn = the
@@ -17,6 +17,7 @@ example says.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from typing import Any, Iterator, List, Optional, Tuple
@@ -31,6 +32,7 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 hypothesis = pytest.importorskip("hypothesis")
 psycopg = pytest.importorskip("psycopg")
 
+import _live  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -47,40 +49,24 @@ CREATE TABLE t_nokey (id int, v text, n numeric, b bool);
 """
 
 
-#: majors to run against (default 15, what CI has); e.g. PGLOGICAL_LIVE_MAJORS=15,16,17,18
-MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_LIVE_MAJORS", "15").split(",") if m]
+@contextlib.contextmanager
+def _setup(srv: Any) -> Iterator[None]:
+    """The tables, the catalog they make, one row-id counter per session."""
+    for stmt in SETUP.strip().split(";"):
+        if stmt.strip():
+            srv.admin.execute(stmt)
+    from pglogical_py.catalog.export import export_catalog
+    from pglogical_py.catalog.snapshot import CatalogSnapshot
+
+    srv.catalog = CatalogSnapshot.from_dict(export_catalog(srv.admin))
+    srv.next_id = [i for i in range(NCONN)]
+    srv.gid = 0
+    yield
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
-def server(request: Any) -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-    try:
-        srv = PgServer(request.param, settings={"wal_recycle": "off", "autovacuum": "off",
-                                     "max_prepared_transactions": 5,
-                                     "max_replication_slots": 4})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        conn = srv.connect()
-        for stmt in SETUP.strip().split(";"):
-            if stmt.strip():
-                conn.execute(stmt)
-        from pglogical_py.catalog.export import export_catalog
-        from pglogical_py.catalog.snapshot import CatalogSnapshot
-
-        srv.catalog = CatalogSnapshot.from_dict(export_catalog(conn))
-        srv.admin = conn
-        srv.conns = [srv.connect(autocommit=True) for _ in range(NCONN)]
-        for c in srv.conns:
-            c.execute("SET lock_timeout = '100ms'")
-        srv.next_id = [i for i in range(NCONN)]
-        srv.gid = 0
-        try:
-            yield srv
-        finally:
-            for c in srv.conns + [conn]:
-                c.close()
+server = _live.server_fixture({"wal_recycle": "off", "autovacuum": "off",
+                               "max_prepared_transactions": 5, "max_replication_slots": 4},
+                              sessions=NCONN, setup=_setup)
 
 
 # -- workload strategy -------------------------------------------------------------------

@@ -25,6 +25,8 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 
 pytest.importorskip("psycopg")
 
+import _live  # type: ignore[import-not-found]  # noqa: E402
+
 from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.cli import main  # noqa: E402
 
@@ -32,53 +34,51 @@ from pglogical_py.cli import main  # noqa: E402
 OP_PLUS, OP_MINUS = 551, 555
 
 
+server = _live.server_fixture({"wal_recycle": "off", "autovacuum": "off"})
+
+
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory: Any) -> Iterator[Dict[str, Any]]:
+def captured(server: Any, tmp_path_factory: Any) -> Iterator[Dict[str, Any]]:
     """One server: hstore rows, then regoperator rows, each in its own transaction; the
     catalog, the slot positions, the peek and the LSN between the two commits."""
     from pglogical_py.catalog.export import export_catalog, write_catalog
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
 
-    try:
-        srv = PgServer(15, settings={"wal_recycle": "off", "autovacuum": "off"})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
+    srv = server
     tmp = tmp_path_factory.mktemp("unknown_types")
-    with srv:
-        conn = srv.connect()
-        try:
-            conn.execute("CREATE EXTENSION hstore")
-        except Exception as err:  # noqa: BLE001 - the contrib module is not installed
-            pytest.skip("no hstore extension: %s" % err)
-        conn.execute("CREATE TABLE t_hstore (id int PRIMARY KEY, note text, h hstore)")
-        conn.execute("CREATE TABLE t_op (id int PRIMARY KEY, note text, op regoperator, "
-                     "ops regoperator[])")
-        catalog = str(tmp / "catalog.json")
-        write_catalog(export_catalog(conn), catalog)
-        conn.execute("SELECT pg_create_logical_replication_slot('unknown', 'test_decoding')")
-        restart, confirmed = conn.execute(
-            "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
-            "WHERE slot_name = 'unknown'").fetchone()
-        conn.execute("INSERT INTO t_hstore VALUES (1, 'one', 'a=>1, b=>NULL'), "
-                     "(2, 'two', NULL)")
-        between = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-        conn.execute("INSERT INTO t_op VALUES "
-                     "(1, 'plus', '+(integer,integer)', NULL), "
-                     "(2, 'minus', '-(integer,integer)', "
-                     " ARRAY['+(integer,integer)', NULL]::regoperator[]), "
-                     "(3, NULL, NULL, '{}')")
-        flush = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
-        peek = conn.execute(
-            "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
-            "'unknown', %s::pg_lsn, NULL, 'include-xids', '0', 'skip-empty-xacts', '1')",
-            (flush,)).fetchall()
-        # pg_wal is read after the server has stopped: copy what we need now
-        wal = tmp / "wal"
-        wal.mkdir()
-        for seg in sorted(srv.pg_wal_dir.iterdir()):
-            if seg.is_file() and len(seg.name) == 24:
-                (wal / seg.name).write_bytes(seg.read_bytes())
-        conn.close()
+    conn = srv.connect()
+    try:
+        conn.execute("CREATE EXTENSION hstore")
+    except Exception as err:  # noqa: BLE001 - the contrib module is not installed
+        pytest.skip("no hstore extension: %s" % err)
+    conn.execute("CREATE TABLE t_hstore (id int PRIMARY KEY, note text, h hstore)")
+    conn.execute("CREATE TABLE t_op (id int PRIMARY KEY, note text, op regoperator, "
+                 "ops regoperator[])")
+    catalog = str(tmp / "catalog.json")
+    write_catalog(export_catalog(conn), catalog)
+    conn.execute("SELECT pg_create_logical_replication_slot('unknown', 'test_decoding')")
+    restart, confirmed = conn.execute(
+        "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
+        "WHERE slot_name = 'unknown'").fetchone()
+    conn.execute("INSERT INTO t_hstore VALUES (1, 'one', 'a=>1, b=>NULL'), "
+                 "(2, 'two', NULL)")
+    between = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+    conn.execute("INSERT INTO t_op VALUES "
+                 "(1, 'plus', '+(integer,integer)', NULL), "
+                 "(2, 'minus', '-(integer,integer)', "
+                 " ARRAY['+(integer,integer)', NULL]::regoperator[]), "
+                 "(3, NULL, NULL, '{}')")
+    flush = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+    peek = conn.execute(
+        "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+        "'unknown', %s::pg_lsn, NULL, 'include-xids', '0', 'skip-empty-xacts', '1')",
+        (flush,)).fetchall()
+    # the tests decode a copy of pg_wal as it is now
+    wal = tmp / "wal"
+    wal.mkdir()
+    for seg in sorted(srv.pg_wal_dir.iterdir()):
+        if seg.is_file() and len(seg.name) == 24:
+            (wal / seg.name).write_bytes(seg.read_bytes())
+    conn.close()
     yield {
         "catalog": catalog, "wal": str(wal), "restart": restart, "confirmed": confirmed,
         "between": between, "flush": flush,

@@ -291,14 +291,15 @@ def test_printers_compiled_only_after_compile_after_rows(case: Any, monkeypatch:
     """A relation's rows go through the interpreted printers until COMPILE_AFTER of
     them were printed (nothing compiled for a relation with a few rows), through its
     compiled printers and the lane after that: PostgreSQL's bytes either way."""
+    from pglogical_py.plugins import _test_decoding_rows as rows
     from pglogical_py.plugins import test_decoding as td
 
     wdir, sub, optionset = case
     want = expected_output(wdir, sub, optionset)
     calls: List[str] = []
-    for name in ("_compile_formatter", "_compile_row"):
-        orig = getattr(td, name)
-        monkeypatch.setattr(td, name, lambda *a, _o=orig, _n=name, **kw: (
+    for mod, name in ((td, "_compile_formatter"), (rows, "_compile_row")):
+        orig = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _o=orig, _n=name, **kw: (
             calls.append(_n), _o(*a, **kw))[1])
     compiled = {}
     for after in (10 ** 9, 3):

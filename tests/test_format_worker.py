@@ -1,5 +1,5 @@
 """Rows printed and written by a second process (adapters/format_worker.py,
-``--format-worker``).
+``--format-worker``) through the row-offload protocol (logical/_offload.py).
 
 The worker is an optimisation: with it the output must be PostgreSQL's bytes (the
 fixtures' tsv) and it must actually print the fast lane's rows (otherwise these tests
@@ -28,7 +28,7 @@ from pglogical_py.catalog.relation import Attribute, Relation, TupleDesc
 from pglogical_py.cli import decode as cli_decode
 from pglogical_py.cli import main
 from pglogical_py.errors import DecodingError
-from pglogical_py.logical.logical import OFFLOAD_INSERT, OFFLOAD_OLD_KEY, OFFLOAD_UPDATE_OLD
+from pglogical_py.logical._offload import OFFLOAD_INSERT, OFFLOAD_OLD_KEY, OFFLOAD_UPDATE_OLD
 from pglogical_py.plugins.test_decoding import TestDecoding
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -181,7 +181,7 @@ def _started(tmp_path: Path, locate: Any = None
     rel = _relation()
     plugin._catalog = _FormatCatalog()
     head = b"table public.tbl:"
-    from pglogical_py.plugins.test_decoding import _FastRel
+    from pglogical_py.plugins._test_decoding_rows import _FastRel
 
     fast = _FastRel(head + b" INSERT:", head + b" UPDATE:", head + b" UPDATE: old-key:",
                     head + b" DELETE:", lambda t: b"", lambda t: b"")

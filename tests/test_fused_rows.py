@@ -1,7 +1,7 @@
 """The fused row printers of test_decoding agree with the general path on every tuple.
 
 ``TestDecoding`` prints a warm relation's rows with code generated per tuple
-descriptor and null bitmap (``plugins/test_decoding.py``, ``_compile_row``: deform,
+descriptor and null bitmap (``plugins/_test_decoding_rows.py``, ``_compile_row``: deform,
 type output and quoting in one function of the WAL bytes).  The corpus tests compare
 whole outputs with PostgreSQL's, but most fixture relations print only a few rows,
 the first ones through the general path.  Here every raw tuple of several fixture
@@ -22,6 +22,7 @@ from _fixtures import workload_dirs  # type: ignore[import-not-found]
 from test_decode_corpus import decode_fixture  # type: ignore[import-not-found]
 
 from pglogical_py.access.heaptuple import deform_wal_tuple
+from pglogical_py.plugins import _test_decoding_rows as rows
 from pglogical_py.plugins import test_decoding as td
 from pglogical_py.types import OutputSettings
 
@@ -127,7 +128,7 @@ def test_compile_row_handles_percent_and_quotes() -> None:
     def slow(t: bytes) -> bytes:
         raise AssertionError("fast path expected")
 
-    fn = td._compile_row(attrs, cols, False, None, {}, slow, slow)
+    fn = rows._compile_row(attrs, cols, False, None, {}, slow, slow)
     assert fn is not None
     # xl_heap_header: natts 2, no nulls, t_hoff 24; int4 7; short varlena "it's"
     t = bytes([2, 0, 0, 0, 24]) + b"\0" + (7).to_bytes(4, "little") + bytes([(5 << 1) | 1]) \
@@ -141,9 +142,9 @@ def test_compile_row_handles_percent_and_quotes() -> None:
         seen.append(t)
         return b"x"
 
-    fn = td._compile_row(attrs, cols, False, None, {}, slow, by_nulls)
+    fn = rows._compile_row(attrs, cols, False, None, {}, slow, by_nulls)
     assert fn is not None and fn(t_null) == b"x" and seen == [t_null]
-    fnv = td._compile_row(attrs, cols, False, b"\x01", {}, slow, by_nulls)
+    fnv = rows._compile_row(attrs, cols, False, b"\x01", {}, slow, by_nulls)
     assert fnv is not None and fnv(t_null) == b" a%d[integer]:7 b[text]:null"
 
 
@@ -166,7 +167,7 @@ def test_text_with_a_nul_is_printed_up_to_it() -> None:
         handed.append(t)
         return b"general"
 
-    fn = td._compile_row(attrs, cols, False, None, {}, slow, slow)
+    fn = rows._compile_row(attrs, cols, False, None, {}, slow, slow)
     assert fn is not None
     # xl_heap_header (natts 1, no nulls, t_hoff 24), the pad byte to t_hoff, the varlena
     short = bytes([1, 0, 0, 0, 24, 0]) + bytes([(6 << 1) | 1]) + b"ab\0cd"

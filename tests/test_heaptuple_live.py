@@ -8,8 +8,10 @@ the toast table's chunks over SQL and compared with the column's value.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Dict, Iterator, List, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.access import detoast
@@ -23,8 +25,7 @@ from pglogical_py.catalog.snapshot import CatalogSnapshot
 
 pytestmark = pytest.mark.live
 
-#: PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
-MAJORS = [15, 16, 17, 18]
+# PostgreSQL 15 is required (Debian package); 16-18 run when their builds are present.
 
 WIDE = 1000
 
@@ -94,21 +95,19 @@ def _wide_sql() -> str:
             + "INSERT INTO wide SELECT {} FROM generate_series(1, 6) g;\n".format(", ".join(exprs)))
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=lambda m: f"pg{m}")
-def server(request: Any) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pglogical_py.testing.pgserver")
-    try:
-        srv = pgserver.PgServer(request.param)
-    except pgserver.PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        with srv.connect() as conn:
-            conn.execute(SETUP_SQL)
-            if has_lz4(conn):
-                conn.execute("ALTER TABLE toasty ALTER COLUMN lz SET COMPRESSION lz4")
-            conn.execute(TOAST_INSERT)
-            conn.execute(_wide_sql())
-        yield srv
+@contextlib.contextmanager
+def _setup(srv: Any) -> Iterator[None]:
+    with srv.connect() as conn:
+        conn.execute(SETUP_SQL)
+        if has_lz4(conn):
+            conn.execute("ALTER TABLE toasty ALTER COLUMN lz SET COMPRESSION lz4")
+        conn.execute(TOAST_INSERT)
+        conn.execute(_wide_sql())
+    yield
+
+
+#: tuple layouts and TOAST of every major (_live.ALL_MAJORS)
+server = _live.server_fixture(majors=_live.ALL_MAJORS, setup=_setup)
 
 
 @pytest.fixture(scope="module")

@@ -503,7 +503,7 @@ def sql_transactions(draw: Any) -> List[List[str]]:
 try:
     import _live  # type: ignore[import-not-found]
 
-    live_server = _live.server_fixture()
+    live_server = _live.server_fixture(_live.SERVER_SETTINGS, sessions=_live.NCONN)
 except ImportError:  # pragma: no cover
     _live = None
 

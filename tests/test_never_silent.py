@@ -276,9 +276,9 @@ def test_work_mem_below_64kb_is_refused(capsys: Any, value: str) -> None:
 
 @needs
 def test_database_by_name(tmp_path: Any, capsys: Any) -> None:
-    from pglogical_py.catalog.snapshot import CatalogSnapshot
+    from pglogical_py.adapters.catalog_files import load_catalog
 
-    name = CatalogSnapshot.load(os.path.join(BASIC, "catalog.json.gz")).datname
+    name = load_catalog(os.path.join(BASIC, "catalog.json.gz")).datname
     out = tmp_path / "o.tsv"
     assert main(_argv(BASIC, os.path.join(BASIC, "wal"), "--database", name,
                       "-O", str(out))) == 0

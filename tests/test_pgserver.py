@@ -13,8 +13,9 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.testing.pgserver import PgServer, PgUnavailable
@@ -30,16 +31,10 @@ OPTIONSETS = ("xids0_skip0", "xids0_skip1", "xids1_skip0", "xids1_skip1", "times
               "onlylocal", "binary")
 
 
-@pytest.fixture(scope="module")
-def pg15() -> Iterator[PgServer]:
-    pytest.importorskip("psycopg")
-    try:
-        # as root (CI), install Debian's postgresql-15 when it is missing
-        srv = PgServer(15, settings={"max_prepared_transactions": 2}, install=os.geteuid() == 0)
-    except PgUnavailable as e:
-        pytest.skip(str(e))
-    with srv:
-        yield srv
+#: the harness on PostgreSQL 15, the major it installs from Debian: as root (CI), Debian's
+#: postgresql-15 is installed when it is missing
+pg15 = _live.server_fixture({"max_prepared_transactions": 2}, majors=[15],
+                            install=os.geteuid() == 0)
 
 
 @live

@@ -11,6 +11,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
+from pglogical_py.adapters.catalog_files import load_catalog
+from pglogical_py.adapters.datadir import load_physical_catalog
 from pglogical_py.catalog._catalog_layouts import CATALOG_LAYOUTS, GENERATED_FROM
 from pglogical_py.catalog._files import DictFiles
 from pglogical_py.catalog.clog import (
@@ -258,8 +260,8 @@ PHYSICAL_FIXTURES = sorted(p.parent for p in FIXTURES.glob("pg*/*/physical"))
                          ids=[f"{p.parent.name}/{p.name}" for p in PHYSICAL_FIXTURES])
 def test_fixture_physical_catalog_equals_json_export(fixture: Path) -> None:
     """The physical catalog of a capture, read back, is the JSON export of the same moment."""
-    ref = CatalogSnapshot.load(str(fixture / "catalog.json.gz"))
-    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    ref = load_catalog(str(fixture / "catalog.json.gz"))
+    pc = load_physical_catalog(str(fixture / "physical"))
     assert (pc.major, pc.database_oid) == (ref.major, ref.database_oid)
     assert_same_catalog(pc.latest(), ref)
     # the slot's catalog_xmin as a historic snapshot: the fixtures' DDL all precedes it
@@ -312,7 +314,7 @@ def test_rows_at_classified_equals_every_version_tested(fixture: Path,
     slot = json.loads((fixture / "slot.json").read_text())
     base = int(slot["catalog_xmin"])
     monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_WORK", 0)
-    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    pc = load_physical_catalog(str(fixture / "physical"))
     snaps = _snapshots(pc, base)
     assert len(snaps) >= 3
     served = {"plain": 0, "settled": 0}
@@ -371,7 +373,7 @@ def test_catalog_at_from_parts_equals_a_full_build(fixture: Path,
     built from all the rows, for every snapshot of the rows_at test."""
     slot = json.loads((fixture / "slot.json").read_text())
     monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_WORK", 0)
-    pc = PhysicalCatalog.load(str(fixture / "physical"))
+    pc = load_physical_catalog(str(fixture / "physical"))
     derived = 0
     for snap in _snapshots(pc, int(slot["catalog_xmin"])):
         cat = pc.catalog_at(snap)
@@ -401,7 +403,7 @@ def test_generated_row_builders_equal_the_generic_loop(fixture: Path,
     def rows(build: bool) -> Tuple[Dict[str, List[str]], PhysicalCatalog]:
         monkeypatch.setattr(physical_mod, "USE_BUILDERS", build)
         monkeypatch.setattr(physical_mod, "BUILD_AFTER", 0 if build else 1 << 30)
-        pc = PhysicalCatalog.load(str(fixture / "physical"))
+        pc = load_physical_catalog(str(fixture / "physical"))
         out = {}
         for name in pc._heaps:
             try:
@@ -466,7 +468,7 @@ def test_int_arrays_unpacked_equal_element_by_element(fixture: Path,
 
     def rows(unpack: bool) -> Tuple[Dict[str, List[str]], List[int]]:
         monkeypatch.setattr(physical_mod, "UNPACK_INT_ARRAYS", unpack)
-        pc = PhysicalCatalog.load(str(fixture / "physical"))
+        pc = load_physical_catalog(str(fixture / "physical"))
         out = {}
         for name in pc._heaps:
             try:
@@ -514,7 +516,7 @@ def test_proc_names_from_the_leading_columns(fixture: Path,
     def names_and_types(lead: bool) -> Tuple[Dict[int, str], List[str], int]:
         if not lead:
             monkeypatch.setattr(physical_mod, "lead_reader", lambda *a: None)
-        pc = PhysicalCatalog.load(str(fixture / "physical"))
+        pc = load_physical_catalog(str(fixture / "physical"))
         types = [repr(sorted(pc.row(tv).items())) for tv in pc.versions("pg_type")]
         names = {oid: pc.proc_name(oid) for oid in (pc._proc_names or {})}
         deformed = sum(tv._row is not None for tv in pc.versions("pg_proc"))
@@ -535,7 +537,7 @@ def test_missing_value_printers_of_builtin_types_are_kept(monkeypatch: pytest.Mo
     path = FIXTURES / "pg15" / "addcolumn" / "physical"
     if not path.exists():
         pytest.skip("no fixture")
-    pc = PhysicalCatalog.load(str(path))
+    pc = load_physical_catalog(str(path))
     cat = pc.latest()
     done = [pc.row(tv) for tv in pc.versions("pg_attribute")
             if pc.row(tv).get("attmissingval_text") is not None]

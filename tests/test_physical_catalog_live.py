@@ -33,9 +33,14 @@ import struct
 import tempfile
 from typing import Any, Dict, Iterator, List, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
-from pglogical_py.adapters.datadir import DataDirFiles, write_datadir_subset
+from pglogical_py.adapters.datadir import (
+    DataDirFiles,
+    load_physical_catalog,
+    write_datadir_subset,
+)
 from pglogical_py.catalog._files import DictFiles
 from pglogical_py.catalog.export import export_catalog, export_physical
 from pglogical_py.catalog.physical import PhysicalCatalog
@@ -43,7 +48,7 @@ from pglogical_py.catalog.snapshot import CatalogSnapshot
 from pglogical_py.catalog.visibility import HistoricSnapshot, TupleCids
 from pglogical_py.testing.catalogs import assert_same_catalog
 from pglogical_py.testing.catalogs import attribute_tuple as _attrs
-from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+from pglogical_py.testing.pgserver import PgServer
 
 pytestmark = [
     pytest.mark.live,
@@ -52,96 +57,98 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module", params=[15, 16, 17, 18])
-def scenario(request: Any) -> Iterator[Dict[str, Any]]:
+#: the physical catalogs of every major (_live.ALL_MAJORS); as root (CI), Debian's
+#: postgresql-15 is installed when it is missing
+server = _live.server_fixture(majors=_live.ALL_MAJORS,
+                              install=lambda major: os.geteuid() == 0 and major == 15)
+
+
+@pytest.fixture(scope="module")
+def scenario(server: Any) -> Iterator[Dict[str, Any]]:
     pytest.importorskip("psycopg")
-    major = request.param
-    try:
-        srv = PgServer(major, install=os.geteuid() == 0 and major == 15)
-    except PgUnavailable as e:
-        pytest.skip(str(e))
-    with srv:
-        c = srv.connect()
-        c.execute("SELECT pg_create_logical_replication_slot('phys', 'test_decoding')")
-        c.execute("CREATE SCHEMA s2")
-        c.execute("CREATE TYPE s2.mood AS ENUM ('sad', 'ok')")
-        c.execute("CREATE TABLE t1 (id int PRIMARY KEY, a text, b int, c varchar(10), "
-                  "m s2.mood)")
-        c.execute("CREATE TABLE t2 (id int PRIMARY KEY, v text)")
-        c.execute("CREATE TABLE parted (k int, v text) PARTITION BY RANGE (k)")
-        c.execute("CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10)")
-        c.execute("INSERT INTO t1 VALUES (1, 'x', 2, 'y', 'ok')")
-        c.execute("CREATE TABLE cidprobe (i int)")
-        # catalog values stored out of line in the catalogs' TOAST tables
-        body = "SELECT 1 -- " + "".join(f"{i:08x}" for i in range(0, 12000, 7))
-        c.execute(f"CREATE FUNCTION long_body() RETURNS int LANGUAGE sql AS $f${body}$f$")
-        check = " OR ".join(f"v = 'value {i}'" for i in range(400))
-        c.execute(f"ALTER TABLE t2 ADD CONSTRAINT long_check CHECK ({check})")
-        before = export_catalog(c)
-        c.execute("BEGIN")
-        alter_xid = int(c.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
-        probes: List[Tuple[int, List[Tuple[Any, ...]], int]] = []
+    srv = server
+    major = srv.major
+    c = srv.connect()
+    c.execute("SELECT pg_create_logical_replication_slot('phys', 'test_decoding')")
+    c.execute("CREATE SCHEMA s2")
+    c.execute("CREATE TYPE s2.mood AS ENUM ('sad', 'ok')")
+    c.execute("CREATE TABLE t1 (id int PRIMARY KEY, a text, b int, c varchar(10), "
+              "m s2.mood)")
+    c.execute("CREATE TABLE t2 (id int PRIMARY KEY, v text)")
+    c.execute("CREATE TABLE parted (k int, v text) PARTITION BY RANGE (k)")
+    c.execute("CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10)")
+    c.execute("INSERT INTO t1 VALUES (1, 'x', 2, 'y', 'ok')")
+    c.execute("CREATE TABLE cidprobe (i int)")
+    # catalog values stored out of line in the catalogs' TOAST tables
+    body = "SELECT 1 -- " + "".join(f"{i:08x}" for i in range(0, 12000, 7))
+    c.execute(f"CREATE FUNCTION long_body() RETURNS int LANGUAGE sql AS $f${body}$f$")
+    check = " OR ".join(f"v = 'value {i}'" for i in range(400))
+    c.execute(f"ALTER TABLE t2 ADD CONSTRAINT long_check CHECK ({check})")
+    before = export_catalog(c)
+    c.execute("BEGIN")
+    alter_xid = int(c.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+    probes: List[Tuple[int, List[Tuple[Any, ...]], int]] = []
 
-        def probe() -> None:
-            """The command id the next statement runs with, and t1 as it sees it."""
-            cid = c.execute("INSERT INTO cidprobe VALUES (1) RETURNING cmin::text::int")
-            atts = c.execute("SELECT attnum::int, attname::text, atttypid::int, attisdropped "
-                             "FROM pg_attribute WHERE attrelid = 't1'::regclass "
-                             "AND attnum > 0 ORDER BY attnum").fetchall()
-            fn = c.execute("SELECT relfilenode::int FROM pg_class "
-                           "WHERE oid = 't1'::regclass").fetchone()[0]
-            probes.append((cid.fetchone()[0], [tuple(a) for a in atts], fn))
+    def probe() -> None:
+        """The command id the next statement runs with, and t1 as it sees it."""
+        cid = c.execute("INSERT INTO cidprobe VALUES (1) RETURNING cmin::text::int")
+        atts = c.execute("SELECT attnum::int, attname::text, atttypid::int, attisdropped "
+                         "FROM pg_attribute WHERE attrelid = 't1'::regclass "
+                         "AND attnum > 0 ORDER BY attnum").fetchall()
+        fn = c.execute("SELECT relfilenode::int FROM pg_class "
+                       "WHERE oid = 't1'::regclass").fetchone()[0]
+        probes.append((cid.fetchone()[0], [tuple(a) for a in atts], fn))
 
-        probe()
-        c.execute("ALTER TABLE t1 ALTER COLUMN id TYPE bigint")  # rewrite: new filenode
-        probe()
-        c.execute("ALTER TABLE t1 DROP COLUMN b")
-        probe()
-        c.execute("ALTER TABLE t1 RENAME COLUMN a TO a2")
-        probe()
-        # after the rewrite, so that old tuples keep them missing (a TOASTed default)
-        c.execute("ALTER TABLE t1 ADD COLUMN d numeric DEFAULT 1.50, "
-                  "ADD COLUMN e text DEFAULT repeat('long default ', 400)")
-        probe()
-        c.execute("ALTER TYPE s2.mood ADD VALUE 'glad'")
-        c.execute("COMMIT")
-        c.execute("BEGIN")
-        aborted_xid = int(c.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
-        c.execute("ALTER TABLE t2 ADD COLUMN aborted int")
-        c.execute("ROLLBACK")
-        insert_xid = int(c.execute("INSERT INTO t1 (id, a2) VALUES (2, 'after') "
-                                   "RETURNING pg_current_xact_id()::text").fetchone()[0])
-        c.execute("VACUUM pg_class, pg_type, pg_enum")
-        # rewrite mapped catalogs while the slot exists: new relfilenodes in the relation
-        # map, recently dead versions copied along, pg_logical/mappings files written
-        c.execute("VACUUM FULL pg_attribute")
-        c.execute("VACUUM FULL pg_namespace")
-        busy = srv.connect()
-        busy.execute("BEGIN")
-        busy_xid = int(busy.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
-        busy.execute("ALTER TABLE t2 ADD COLUMN pending int")
-        next_xid = int(c.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
-                       .fetchone()[0])
-        after = export_catalog(c)
-        files = export_physical(c)
-        statuses = {}
-        for xid in (alter_xid, aborted_xid, busy_xid, alter_xid - 1, insert_xid):
-            statuses[xid] = c.execute("SELECT pg_xact_status(%s::text::xid8)",
-                                      (str(xid),)).fetchone()[0]
-        toasted = {
-            "prosrc": c.execute("SELECT prosrc FROM pg_proc WHERE proname = 'long_body'")
-            .fetchone()[0],
-            "conbin": c.execute("SELECT conbin::text FROM pg_constraint "
-                                "WHERE conname = 'long_check'").fetchone()[0],
-        }
-        yield {"srv": srv, "toasted": toasted, "probes": probes, "major": major, "before": before,
-               "after": after, "files": files,
-               "alter_xid": alter_xid, "aborted_xid": aborted_xid, "busy_xid": busy_xid,
-               "next_xid": next_xid, "statuses": statuses,
-               "pc": PhysicalCatalog(DictFiles(files))}
-        busy.execute("ROLLBACK")
-        busy.close()
-        c.close()
+    probe()
+    c.execute("ALTER TABLE t1 ALTER COLUMN id TYPE bigint")  # rewrite: new filenode
+    probe()
+    c.execute("ALTER TABLE t1 DROP COLUMN b")
+    probe()
+    c.execute("ALTER TABLE t1 RENAME COLUMN a TO a2")
+    probe()
+    # after the rewrite, so that old tuples keep them missing (a TOASTed default)
+    c.execute("ALTER TABLE t1 ADD COLUMN d numeric DEFAULT 1.50, "
+              "ADD COLUMN e text DEFAULT repeat('long default ', 400)")
+    probe()
+    c.execute("ALTER TYPE s2.mood ADD VALUE 'glad'")
+    c.execute("COMMIT")
+    c.execute("BEGIN")
+    aborted_xid = int(c.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+    c.execute("ALTER TABLE t2 ADD COLUMN aborted int")
+    c.execute("ROLLBACK")
+    insert_xid = int(c.execute("INSERT INTO t1 (id, a2) VALUES (2, 'after') "
+                               "RETURNING pg_current_xact_id()::text").fetchone()[0])
+    c.execute("VACUUM pg_class, pg_type, pg_enum")
+    # rewrite mapped catalogs while the slot exists: new relfilenodes in the relation
+    # map, recently dead versions copied along, pg_logical/mappings files written
+    c.execute("VACUUM FULL pg_attribute")
+    c.execute("VACUUM FULL pg_namespace")
+    busy = srv.connect()
+    busy.execute("BEGIN")
+    busy_xid = int(busy.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+    busy.execute("ALTER TABLE t2 ADD COLUMN pending int")
+    next_xid = int(c.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
+                   .fetchone()[0])
+    after = export_catalog(c)
+    files = export_physical(c)
+    statuses = {}
+    for xid in (alter_xid, aborted_xid, busy_xid, alter_xid - 1, insert_xid):
+        statuses[xid] = c.execute("SELECT pg_xact_status(%s::text::xid8)",
+                                  (str(xid),)).fetchone()[0]
+    toasted = {
+        "prosrc": c.execute("SELECT prosrc FROM pg_proc WHERE proname = 'long_body'")
+        .fetchone()[0],
+        "conbin": c.execute("SELECT conbin::text FROM pg_constraint "
+                            "WHERE conname = 'long_check'").fetchone()[0],
+    }
+    yield {"srv": srv, "toasted": toasted, "probes": probes, "major": major, "before": before,
+           "after": after, "files": files,
+           "alter_xid": alter_xid, "aborted_xid": aborted_xid, "busy_xid": busy_xid,
+           "next_xid": next_xid, "statuses": statuses,
+           "pc": PhysicalCatalog(DictFiles(files))}
+    busy.execute("ROLLBACK")
+    busy.close()
+    c.close()
 
 
 def test_now_equals_json_export(scenario: Dict[str, Any]) -> None:
@@ -266,7 +273,7 @@ def test_adapter_directory_and_data_directory(scenario: Dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as d:
         sizes = write_datadir_subset(scenario["files"], d)
         assert sizes["catalog.meta.json"] > 0
-        pc = PhysicalCatalog.load(d)
+        pc = load_physical_catalog(d)
         assert_same_catalog(pc.latest(), ref, user_only=True)
     # the running server's own data directory (no meta file: database named)
     pc2 = PhysicalCatalog(DataDirFiles(str(srv.data_dir)), "postgres")

@@ -16,6 +16,7 @@ from typing import Any, List, Optional
 
 import pytest
 
+from pglogical_py.adapters.datadir import load_physical_catalog
 from pglogical_py.catalog.physical import PhysicalCatalog
 from pglogical_py.catalog.relmapper import RELMAPPER_FILENAME, RelMap
 from pglogical_py.errors import CatalogError
@@ -45,7 +46,7 @@ def _decode(wdir: str, pc: PhysicalCatalog, optionset: str = "xids1_skip0") -> b
 @pytest.mark.skipif(not CASES, reason="no ddl3 fixtures")
 @pytest.mark.parametrize("wdir", CASES, ids=[os.path.basename(os.path.dirname(c)) for c in CASES])
 def test_relmap_updates_are_followed(wdir: str) -> None:
-    pc = PhysicalCatalog.load(os.path.join(wdir, "physical"))
+    pc = load_physical_catalog(os.path.join(wdir, "physical"))
     with open(os.path.join(wdir, "meta.json")) as f:
         meta = json.load(f)
     hi, lo = meta["start_lsn"].split("/")
@@ -99,7 +100,7 @@ def test_copy_older_than_a_relmap_update_is_refused() -> None:
 
     wdir = CASES[0]
     physical = os.path.join(wdir, "physical")
-    real = PhysicalCatalog.load(physical)
+    real = load_physical_catalog(physical)
     with open(os.path.join(wdir, "meta.json")) as f:
         meta = json.load(f)
     # the copy's map, but with an index file number the WAL later replaces: what a

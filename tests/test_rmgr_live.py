@@ -13,18 +13,20 @@ Skipped when the server binaries are missing (CPython only: psycopg).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
+import _live  # type: ignore[import-not-found]  # noqa: E402
+
 from pglogical_py.adapters.files import iter_segments  # noqa: E402
 from pglogical_py.lsn import parse_lsn  # noqa: E402
-from pglogical_py.testing import pgserver  # noqa: E402
 from pglogical_py.wal.rmgr import DescOptions, describe, identify, parse_body  # noqa: E402
 from pglogical_py.wal.xlogreader import XLogReader  # noqa: E402
 
@@ -217,46 +219,45 @@ def _walinspect(srv: Any, start: str, end: str) -> List[Dict[str, str]]:
     ]
 
 
-@pytest.fixture(scope="module", params=[15, 16, 17, 18])
-def captured(request: Any) -> Any:
-    try:
-        srv = pgserver.PgServer(
-            request.param,
-            settings={
-                "max_prepared_transactions": 10,
-                "track_commit_timestamp": "on",
-                "wal_compression": "pglz",
-                "autovacuum": "off",
-                "wal_recycle": "off",
-                "max_wal_size": "256MB",
-            },
+@contextlib.contextmanager
+def _capture(srv: Any) -> Iterator[Any]:
+    """The workload's records: (major, pg_walinspect rows, our records, pg_waldump text)."""
+    c = srv.connect()
+    c.execute("create extension pg_walinspect")
+    c.execute("select pg_create_logical_replication_slot('keep', 'test_decoding')")
+    start = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0]
+    c.close()
+    _run_workload(srv)
+    c = srv.connect()
+    end = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0]
+    c.close()
+    rows = _walinspect(srv, start, end)
+    waldump = None
+    if srv.major == 15 and (srv.bindir / "pg_waldump").exists():
+        res = srv.run_as_server_user(
+            [str(srv.bindir / "pg_waldump"), "-p", str(srv.pg_wal_dir), "-s", start, "-e", end]
         )
-    except pgserver.PgUnavailable as e:
-        pytest.skip(str(e))
-    with srv:
-        c = srv.connect()
-        c.execute("create extension pg_walinspect")
-        c.execute("select pg_create_logical_replication_slot('keep', 'test_decoding')")
-        start = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0]
-        c.close()
-        _run_workload(srv)
-        c = srv.connect()
-        end = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0]
-        c.close()
-        rows = _walinspect(srv, start, end)
-        waldump = None
-        if srv.major == 15 and (srv.bindir / "pg_waldump").exists():
-            res = srv.run_as_server_user(
-                [str(srv.bindir / "pg_waldump"), "-p", str(srv.pg_wal_dir), "-s", start, "-e", end]
-            )
-            waldump = res.stdout
-        reader = XLogReader(
-            iter_segments(str(srv.pg_wal_dir), start_lsn=parse_lsn(start), end_lsn=parse_lsn(end)),
-            start_lsn=parse_lsn(start),
-            end_lsn=parse_lsn(end),
-        )
-        records = {rec.lsn: rec for rec in reader}
-        yield request.param, rows, records, waldump
+        waldump = res.stdout
+    reader = XLogReader(
+        iter_segments(str(srv.pg_wal_dir), start_lsn=parse_lsn(start), end_lsn=parse_lsn(end)),
+        start_lsn=parse_lsn(start),
+        end_lsn=parse_lsn(end),
+    )
+    records = {rec.lsn: rec for rec in reader}
+    yield srv.major, rows, records, waldump
+
+
+#: the descriptions of every major (_live.ALL_MAJORS)
+captured = _live.server_fixture(
+    {
+        "max_prepared_transactions": 10,
+        "track_commit_timestamp": "on",
+        "wal_compression": "pglz",
+        "autovacuum": "off",
+        "wal_recycle": "off",
+        "max_wal_size": "256MB",
+    },
+    majors=_live.ALL_MAJORS, setup=_capture)
 
 
 def test_rmgr_live_walinspect(captured: Any) -> None:

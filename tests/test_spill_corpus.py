@@ -47,9 +47,9 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
                       work_mem: Optional[int] = None, eviction: str = "largest",
                       ) -> Tuple[bytes, Any]:
     """Decode one fixture as its peek did; return (tsv bytes, the context)."""
+    from pglogical_py.adapters.catalog_files import load_catalog
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.adapters.tsv import escape_tsv
-    from pglogical_py.catalog.snapshot import CatalogSnapshot
     from pglogical_py.logical.logical import (
         LogicalDecodingContext,
         scan_aborted,
@@ -76,7 +76,7 @@ def decode_with_stats(wdir: str, optionset: str, spill_store: Any = None,
                     snaps[lsn] = fb.read()
     catpath = os.path.join(wdir, "catalog.json.gz")
     if catpath not in _catalogs:
-        _catalogs[catpath] = CatalogSnapshot.load(catpath)
+        _catalogs[catpath] = load_catalog(catpath)
     rows: List[bytes] = []
 
     def sink(lsn: int, xid: int, data: bytes) -> None:

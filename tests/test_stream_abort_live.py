@@ -21,6 +21,7 @@ concurrent-abort case of stream.sql); the SQL here is our own.
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import re
 from typing import Any, Iterator, List, Sequence, Tuple
@@ -189,24 +190,19 @@ MIN_BLOCKS = {"ddl_only_then_rows": 2}
 SLOT = "stream_abort"
 
 
-@pytest.fixture(scope="module", params=_live.MAJORS, ids=[f"pg{m}" for m in _live.MAJORS])
-def server(request: Any) -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-    settings = dict(_live.SERVER_SETTINGS)
-    settings["logical_decoding_work_mem"] = "64kB"
+@contextlib.contextmanager
+def _session(srv: Any) -> Iterator[None]:
+    srv.admin = srv.connect()
+    srv.session = srv.connect(autocommit=True)
     try:
-        srv: Any = PgServer(request.param, settings=settings)
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        srv.admin = srv.connect()
-        srv.session = srv.connect(autocommit=True)
-        try:
-            yield srv
-        finally:
-            srv.session.close()
-            srv.admin.close()
+        yield
+    finally:
+        srv.session.close()
+        srv.admin.close()
+
+
+server = _live.server_fixture(dict(_live.SERVER_SETTINGS, logical_decoding_work_mem="64kB"),
+                              setup=_session)
 
 
 def _decode_cli(srv: Any, files: Any, state: bytes, upto: str, xids: str, skip: str,

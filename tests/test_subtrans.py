@@ -12,11 +12,11 @@ committed.
 
 from __future__ import annotations
 
-import os
 import platform
 import struct
 from typing import Any, Dict
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.catalog.clog import (
@@ -93,46 +93,42 @@ def test_sub_committed_without_subtrans_entry() -> None:
 
 # -- live --------------------------------------------------------------------------------
 
+server = _live.server_fixture()
+
+
 @pytest.mark.live
 @pytest.mark.skipif(platform.python_implementation() != "CPython",
                     reason="psycopg binary needs CPython")
-@pytest.mark.parametrize("major", [int(m) for m in os.environ.get(
-    "PGLOGICAL_LIVE_MAJORS", "15").split(",") if m])
-def test_live_sub_committed_catalog_rows_follow_the_parent(major: int) -> None:
+def test_live_sub_committed_catalog_rows_follow_the_parent(server: Any) -> None:
     pytest.importorskip("psycopg")
     from pglogical_py.catalog._files import DictFiles
     from pglogical_py.catalog.export import export_physical
     from pglogical_py.catalog.physical import PhysicalCatalog
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
 
-    try:
-        srv = PgServer(major)
-    except PgUnavailable as e:
-        pytest.skip(str(e))
-    with srv:
-        admin = srv.connect(autocommit=True)
-        c = srv.connect()
-        admin.execute("SELECT pg_create_logical_replication_slot('st', 'test_decoding')")
-        c.execute("BEGIN")
-        top = int(c.execute("SELECT txid_current()").fetchone()[0]) & 0xFFFFFFFF
-        c.execute("SAVEPOINT a")
-        c.execute("CREATE TABLE sub_a (id int)")
-        c.execute("RELEASE SAVEPOINT a")
-        c.execute("SAVEPOINT b")
-        c.execute("CREATE TYPE sub_b AS ENUM ('x')")
-        c.execute("RELEASE SAVEPOINT b")
-        rows = c.execute("SELECT xmin::text::bigint FROM pg_class WHERE relname = 'sub_a'"
-                         ).fetchall()
-        sub_xid = int(rows[0][0])
-        tx = c.execute("SELECT xmin::text::bigint FROM pg_type WHERE typname = 'sub_b'"
-                       ).fetchone()
-        sub_xid_b = int(tx[0])
-        assert sub_xid != top and sub_xid_b not in (top, sub_xid)
-        # the export CHECKPOINTs while the transaction is open: pg_subtrans is written
-        files = export_physical(admin)
-        c.execute("COMMIT")
-        c.close()
-        admin.close()
+    srv = server
+    admin = srv.connect(autocommit=True)
+    c = srv.connect()
+    admin.execute("SELECT pg_create_logical_replication_slot('st', 'test_decoding')")
+    c.execute("BEGIN")
+    top = int(c.execute("SELECT txid_current()").fetchone()[0]) & 0xFFFFFFFF
+    c.execute("SAVEPOINT a")
+    c.execute("CREATE TABLE sub_a (id int)")
+    c.execute("RELEASE SAVEPOINT a")
+    c.execute("SAVEPOINT b")
+    c.execute("CREATE TYPE sub_b AS ENUM ('x')")
+    c.execute("RELEASE SAVEPOINT b")
+    rows = c.execute("SELECT xmin::text::bigint FROM pg_class WHERE relname = 'sub_a'"
+                     ).fetchall()
+    sub_xid = int(rows[0][0])
+    tx = c.execute("SELECT xmin::text::bigint FROM pg_type WHERE typname = 'sub_b'"
+                   ).fetchone()
+    sub_xid_b = int(tx[0])
+    assert sub_xid != top and sub_xid_b not in (top, sub_xid)
+    # the export CHECKPOINTs while the transaction is open: pg_subtrans is written
+    files = export_physical(admin)
+    c.execute("COMMIT")
+    c.close()
+    admin.close()
     assert any(k.startswith("pg_subtrans/") for k in files)
 
     st = SubTrans(DictFiles(files).read)

@@ -20,6 +20,7 @@ import struct
 from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -154,8 +155,11 @@ def test_numeric_fast_path_on_the_recorded_corpus() -> None:
     assert n >= 20
 
 
+server = _live.server_fixture()
+
+
 @pytest.mark.live
-def test_numeric_and_iso_fast_paths_live() -> None:
+def test_numeric_and_iso_fast_paths_live(server: Any) -> None:
     """PostgreSQL 15's own text for values on every fast-path branch: numeric short
     values of 0-3 groups, weights -1..2, dscale 0..5, both signs; timestamps with
     whole seconds, millisecond and microsecond fractions, around DST transitions,
@@ -163,13 +167,8 @@ def test_numeric_and_iso_fast_paths_live() -> None:
     pytest.importorskip("psycopg")
     import _fixtures  # type: ignore[import-not-found]
 
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
     gen = _fixtures.type_outputs_generator()
-    try:
-        srv = PgServer(15)
-    except PgUnavailable as e:
-        pytest.skip(str(e))
+    srv = server
     numerics = [gen.q(v) for v in (
         "0", "0.0", "-0.5", "0.0001", "0.123", "-0.9999", "1.5", "12345.5", "-12345.67",
         "9999.9999", "10000", "99999999", "99999999.9", "-10000.001", "1498.5", "1500000.0",
@@ -184,18 +183,18 @@ def test_numeric_and_iso_fast_paths_live() -> None:
         "1970-01-01 00:00:00", "1900-06-30 23:59:59.999")]
     zones = [OutputSettings(timezone=z) for z in ("UTC", "Europe/Berlin", "Asia/Kolkata",
                                                   "Africa/Monrovia")]
-    with srv:
-        conn = srv.connect()
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-            tzdata = gen.server_tzdata(srv.bindir)
-            recs = gen.collect(conn, "numeric", numerics, [OutputSettings()])
-            assert len(recs) == len(numerics)
-            for r in recs:
-                assert numeric_bytes(bytes.fromhex(r["raw"])) == r["text"].encode(), r["expr"]
-            n = 0
-            for typ in ("timestamp", "timestamptz", "date"):
-                n += _check_iso(gen.collect(conn, typ, stamps, zones), tzdata)
-            assert n == 3 * len(stamps) * len(zones)
-        finally:
-            conn.close()
+    conn = srv.connect()
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        tzdata = gen.server_tzdata(srv.bindir)
+        recs = gen.collect(conn, "numeric", numerics, [OutputSettings()])
+        assert len(recs) == len(numerics)
+        for r in recs:
+            assert numeric_bytes(bytes.fromhex(r["raw"])) == r["text"].encode(), r["expr"]
+        n = 0
+        for typ in ("timestamp", "timestamptz", "date"):
+            n += _check_iso(gen.collect(conn, typ, stamps, zones), tzdata)
+        assert n == 3 * len(stamps) * len(zones)
+    finally:
+        conn.close()
+

@@ -288,10 +288,10 @@ FIXTURE_CATALOG = Path(__file__).resolve().parents[1] / "fixtures" / "pg15" / "t
 def test_catalog_snapshot_as_type_catalog() -> None:
     """A CatalogSnapshot works as the TypeCatalog: enum labels, composite attributes
     (from its relation), range subtype, multirange -> range (pg_range rows)."""
-    from pglogical_py.catalog.snapshot import CatalogSnapshot
+    from pglogical_py.adapters.catalog_files import load_catalog
     from pglogical_py.types import catalog_type_info
 
-    snap = CatalogSnapshot.load(str(FIXTURE_CATALOG))
+    snap = load_catalog(str(FIXTURE_CATALOG))
     oid = {snap.type_info(o).typname: o for o in snap.type_oids()}
     mood = catalog_type_info(snap, oid["mood"])
     assert mood is not None and set(mood.enum_labels.values()) >= {"sad", "meh"}

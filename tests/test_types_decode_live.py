@@ -30,6 +30,7 @@ against the server's output function text by tests/test_types_live.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import random
@@ -47,6 +48,7 @@ psycopg = pytest.importorskip("psycopg")
 pytest.importorskip("hypothesis")
 
 import _fixtures  # type: ignore[import-not-found]  # noqa: E402
+import _live  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -55,10 +57,10 @@ from pglogical_py.lsn import parse_lsn  # noqa: E402
 
 gen = _fixtures.type_outputs_generator()
 # the value strategies of the output-function differential test (SQL expressions)
-_live = _fixtures.load_module(
+_types_live = _fixtures.load_module(
     "_types_live_strategies", os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                            "test_types_live.py"))
-STRATEGIES: Dict[str, Any] = dict(_live.STRATEGIES)
+STRATEGIES: Dict[str, Any] = dict(_types_live.STRATEGIES)
 
 EXAMPLES = int(os.environ.get("PGLOGICAL_TYPES_DECODE_EXAMPLES", "25"))
 q = gen.q
@@ -86,7 +88,7 @@ _pair = st.tuples(st.one_of(st.none(), st.integers(-(2 ** 31), 2 ** 31 - 1)),
         "NULL" if t[0] is None else str(t[0]), "NULL" if t[1] is None else q(t[1]),
         "NULL" if t[2] is None else q(t[2]),
         "NULL" if t[3] is None else "ARRAY[%s]::float8[]" % ",".join(
-            "NULL" if x is None else "%s::float8" % _live._float8_lit(x) for x in t[3])))
+            "NULL" if x is None else "%s::float8" % _types_live._float8_lit(x) for x in t[3])))
 _f8r = st.floats(allow_nan=False, min_value=-1e300, max_value=1e300)
 
 
@@ -166,31 +168,28 @@ def _table(typ: str) -> str:
     return "t_" + re.sub(r"[^a-z0-9]+", "_", typ.lower().replace("[]", "_arr")).strip("_")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+@contextlib.contextmanager
+def _setup(srv: Any) -> Iterator[None]:
+    """The user types, a table per type, their catalog and the server's tzdata."""
+    conn = srv.connect()
+    for s in USER_TYPES_SQL:
+        conn.execute(s)
+    for typ in TYPES:
+        conn.execute("CREATE TABLE %s (id serial PRIMARY KEY, v %s)" % (_table(typ), typ))
+    from pglogical_py.catalog.export import export_catalog
+    from pglogical_py.catalog.snapshot import CatalogSnapshot
 
+    srv.catalog = CatalogSnapshot.from_dict(export_catalog(conn))
+    srv.admin = conn
+    srv.tzdata = gen.server_tzdata(srv.bindir)
     try:
-        srv = PgServer(15, settings={"wal_recycle": "off", "autovacuum": "off",
-                                     "max_replication_slots": 4})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        conn = srv.connect()
-        for s in USER_TYPES_SQL:
-            conn.execute(s)
-        for typ in TYPES:
-            conn.execute("CREATE TABLE %s (id serial PRIMARY KEY, v %s)" % (_table(typ), typ))
-        from pglogical_py.catalog.export import export_catalog
-        from pglogical_py.catalog.snapshot import CatalogSnapshot
+        yield
+    finally:
+        conn.close()
 
-        srv.catalog = CatalogSnapshot.from_dict(export_catalog(conn))
-        srv.admin = conn
-        srv.tzdata = gen.server_tzdata(srv.bindir)
-        try:
-            yield srv
-        finally:
-            conn.close()
+
+server = _live.server_fixture({"wal_recycle": "off", "autovacuum": "off",
+                               "max_replication_slots": 4}, setup=_setup)
 
 
 def _our_decode(srv: Any, restart: int, confirmed: int, upto: int, gucs: Dict[str, str],

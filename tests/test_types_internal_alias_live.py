@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import platform
 import tempfile
-from typing import Any, Iterator
+from typing import Any
 
+import _live  # type: ignore[import-not-found]
 import pytest
-from _live import MAJORS, decode_physical, peek  # type: ignore[import-not-found]
+from _live import decode_physical, peek  # type: ignore[import-not-found]
 
 pytestmark = [pytest.mark.live]
 
@@ -51,17 +52,7 @@ ROWS = ("INSERT INTO t_alias VALUES (1, '42', 'it''s', '{1,2,NULL}', '7', "
         "'{x,\"y z\"}'), (2, NULL, '', '{}', NULL, NULL)")
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
-def server(request: Any) -> Iterator[Any]:
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-
-    try:
-        srv: Any = PgServer(request.param, settings={"wal_recycle": "off",
-                                                   "autovacuum": "off"})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        yield srv
+server = _live.server_fixture({"wal_recycle": "off", "autovacuum": "off"})
 
 
 def test_internal_alias_output_functions(server: Any) -> None:

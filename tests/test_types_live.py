@@ -16,6 +16,7 @@ the same there, the run looks for what changed between majors.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import struct
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.live
 
 psycopg = pytest.importorskip("psycopg")
 import _fixtures  # type: ignore[import-not-found]  # noqa: E402
+import _live  # type: ignore[import-not-found]  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -38,29 +40,21 @@ gen = _fixtures.type_outputs_generator()
 q = gen.q
 EXAMPLES = int(os.environ.get("PGLOGICAL_TYPES_EXAMPLES", "25"))
 EXAMPLES_OTHER = int(os.environ.get("PGLOGICAL_TYPES_EXAMPLES_OTHER", "8"))
-MAJORS = [int(m) for m in os.environ.get("PGLOGICAL_TYPES_MAJORS", "15,16,17,18").split(",")
-          if m]
+@contextlib.contextmanager
+def _conn(srv: Any) -> Iterator[Any]:
+    """A connection to the major's server, with pageinspect, its major and tzdata."""
+    c = srv.connect()
+    c.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+    c.major = srv.major
+    c.tzdata = gen.server_tzdata(srv.bindir)
+    try:
+        yield c
+    finally:
+        c.close()
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=["pg%d" % m for m in MAJORS])
-def conn(request: Any) -> Iterator[Any]:
-    try:
-        from pglogical_py.testing.pgserver import PgServer, PgUnavailable
-    except ImportError as e:  # pragma: no cover
-        pytest.skip("no server harness: %s" % e)
-    try:
-        srv = PgServer(request.param)
-    except PgUnavailable as e:
-        pytest.skip(str(e))
-    with srv:
-        c = srv.connect()
-        c.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        c.major = request.param
-        c.tzdata = gen.server_tzdata(srv.bindir)
-        try:
-            yield c
-        finally:
-            c.close()
+#: every major's output functions (_live.ALL_MAJORS: those whose binaries can be had)
+conn = _live.server_fixture(majors=_live.ALL_MAJORS, setup=_conn)
 
 
 def check(conn: Any, typ: str, exprs: List[str], settings_list: List[OutputSettings],

@@ -147,18 +147,17 @@ MAJOR_ROWS = {
 }
 
 
-@pytest.fixture(scope="module", params=_live.MAJORS, ids=[f"pg{m}" for m in _live.MAJORS])
-def captured(request: Any) -> Iterator[Dict[str, Any]]:
+server = _live.server_fixture(_live.SERVER_SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def captured(server: Any) -> Iterator[Dict[str, Any]]:
     """The scenario on one server: exports, slot positions, the peeks."""
     from pglogical_py.catalog.export import export_catalog, export_physical
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
 
-    major = request.param
-    try:
-        srv: Any = PgServer(major, settings=dict(_live.SERVER_SETTINGS))
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv, srv.connect() as conn:
+    srv = server
+    major = srv.major
+    with srv.connect() as conn:
         for sql in SETUP:
             conn.execute(sql)
         conn.execute("CHECKPOINT")  # the password's page on disk

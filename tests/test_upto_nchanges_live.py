@@ -24,7 +24,7 @@ pytest.importorskip("psycopg")
 
 import _live  # type: ignore[import-not-found]  # noqa: E402
 
-server = _live.server_fixture()
+server = _live.server_fixture(_live.SERVER_SETTINGS, sessions=_live.NCONN)
 
 SLOT = "upto_nchanges"
 WORKLOAD = [

@@ -38,6 +38,7 @@ default (C) loaders.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -48,6 +49,7 @@ from datetime import date, time, timedelta
 from decimal import Decimal
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 pytestmark = [pytest.mark.live]
@@ -312,43 +314,42 @@ TYPES = {name: typ for name, typ, _s in COLUMNS}
 
 # -- the server ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=MAJORS, ids=[f"pg{m}" for m in MAJORS])
-def server(request: Any) -> Iterator[Any]:
+@contextlib.contextmanager
+def _set_up(srv: Any) -> Iterator[Any]:
+    """The tables, the catalog export, the oracle's session."""
     from pglogical_py.catalog.export import export_catalog
     from pglogical_py.catalog.snapshot import CatalogSnapshot
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
 
+    conn = srv.connect()
+    conn.execute("SET TimeZone = 'UTC'")
+    for stmt in SETUP:
+        conn.execute(stmt)
+    srv.lz4 = True
+    try:  # a few columns compressed with lz4 where the server has it
+        for t in TABLES:
+            for col in ("j", "by", "at"):
+                conn.execute("ALTER TABLE %s ALTER COLUMN %s SET COMPRESSION lz4" % (t, col))
+    except psycopg.errors.FeatureNotSupported:
+        srv.lz4 = False
+    srv.catalog_export = export_catalog(conn)
+    srv.catalog = CatalogSnapshot.from_dict(srv.catalog_export)
+    srv.admin = conn
+    work = srv.connect(autocommit=True)
+    work.execute("SET TimeZone = 'UTC'")
+    srv.work = work
+    srv.oracle = _Oracle(work)
+    #: statements the server refused (values out of a column's range)
+    srv.refused = []
     try:
-        srv: Any = PgServer(request.param, settings={"wal_recycle": "off", "autovacuum": "off",
-                                                     "max_replication_slots": 4})
-    except PgUnavailable as err:
-        pytest.skip(str(err))
-    with srv:
-        conn = srv.connect()
-        conn.execute("SET TimeZone = 'UTC'")
-        for stmt in SETUP:
-            conn.execute(stmt)
-        srv.lz4 = True
-        try:  # a few columns compressed with lz4 where the server has it
-            for t in TABLES:
-                for col in ("j", "by", "at"):
-                    conn.execute("ALTER TABLE %s ALTER COLUMN %s SET COMPRESSION lz4" % (t, col))
-        except psycopg.errors.FeatureNotSupported:
-            srv.lz4 = False
-        srv.catalog_export = export_catalog(conn)
-        srv.catalog = CatalogSnapshot.from_dict(srv.catalog_export)
-        srv.admin = conn
-        work = srv.connect(autocommit=True)
-        work.execute("SET TimeZone = 'UTC'")
-        srv.work = work
-        srv.oracle = _Oracle(work)
-        #: statements the server refused (values out of a column's range)
-        srv.refused = []
-        try:
-            yield srv
-        finally:
-            work.close()
-            conn.close()
+        yield srv
+    finally:
+        work.close()
+        conn.close()
+
+
+#: one server per major (tests/_live.py), set up by ``_set_up``
+server = _live.server_fixture({"wal_recycle": "off", "autovacuum": "off",
+                               "max_replication_slots": 4}, majors=MAJORS, setup=_set_up)
 
 
 class _PyInterval(IntervalBinaryLoader):

@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any, Dict, List
 
+import _live  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py.cli import main
@@ -213,42 +214,50 @@ LIVE_WORKLOAD = [
 ]
 
 
-@pytest.mark.live
-def test_live_pg15_waldump_identical(tmp_path: Path, capsys: Any) -> None:
-    pytest.importorskip("psycopg")
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+def _copy_wal(srv: Any, tmp_path: Path) -> Path:
+    """A copy of the server's WAL segment files, in ``tmp_path / "wal"``."""
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    for f in sorted(srv.pg_wal_dir.iterdir()):
+        if f.is_file() and len(f.name) == 24:
+            (wal / f.name).write_bytes(f.read_bytes())
+    return wal
 
+
+#: pg_waldump 15's text is the reference (fixtures/pg15/*/waldump.txt): a PG15 server
+server = _live.server_fixture({"wal_compression": "lz4", "autovacuum": "off",
+                               "wal_keep_size": "1GB"}, majors=[15])
+
+
+@pytest.mark.live
+def test_live_pg15_waldump_identical(server: Any, tmp_path: Path, capsys: Any) -> None:
+    pytest.importorskip("psycopg")
+    from pglogical_py.testing.pgserver import PgUnavailable
+
+    srv = server
     try:
-        srv = PgServer(
-            15, settings={"wal_compression": "lz4", "autovacuum": "off", "wal_keep_size": "1GB"}
-        )
         waldump = srv.bin("pg_waldump")
     except PgUnavailable as err:
         pytest.skip(str(err))
-    with srv:
-        srv.checkpoint()
-        start = str(srv.execute("SELECT pg_current_wal_insert_lsn()")[0][0])
-        for sql in LIVE_WORKLOAD:
-            srv.execute(sql)
-        end = str(srv.execute("SELECT pg_current_wal_insert_lsn()")[0][0])
-        srv.wait_flush(end)
-        wal = tmp_path / "wal"
-        wal.mkdir()
-        for f in sorted(srv.pg_wal_dir.iterdir()):
-            if f.is_file() and len(f.name) == 24:
-                (wal / f.name).write_bytes(f.read_bytes())
-        import subprocess
+    srv.checkpoint()
+    start = str(srv.execute("SELECT pg_current_wal_insert_lsn()")[0][0])
+    for sql in LIVE_WORKLOAD:
+        srv.execute(sql)
+    end = str(srv.execute("SELECT pg_current_wal_insert_lsn()")[0][0])
+    srv.wait_flush(end)
+    wal = _copy_wal(srv, tmp_path)
+    import subprocess
 
-        ref = subprocess.run(
-            [str(waldump), "-p", str(wal), "-s", start, "-e", end],
-            capture_output=True,
-            text=True,
-        )
-        ref_stats = subprocess.run(
-            [str(waldump), "--stats=record", "-p", str(wal), "-s", start, "-e", end],
-            capture_output=True,
-            text=True,
-        )
+    ref = subprocess.run(
+        [str(waldump), "-p", str(wal), "-s", start, "-e", end],
+        capture_output=True,
+        text=True,
+    )
+    ref_stats = subprocess.run(
+        [str(waldump), "--stats=record", "-p", str(wal), "-s", start, "-e", end],
+        capture_output=True,
+        text=True,
+    )
     assert ref.stdout.count("\n") > 1000, ref.stderr
     ours = "\n".join(_dump(capsys, str(wal), "-s", start, "-e", end)) + "\n"
     assert ours == ref.stdout
@@ -265,11 +274,12 @@ def test_live_pg15_overwrite_contrecord(tmp_path: Path, capsys: Any) -> None:
     aborted record and writes XLOG_OVERWRITE_CONTRECORD at the missing page.
     """
     pytest.importorskip("psycopg")
-    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+    from pglogical_py.testing.pgserver import PgUnavailable
     from pglogical_py.wal.xlogreader import XLogReader
 
+    # a server of its own: the test crashes it and deletes a segment
+    srv = _live.start_server(15, {"autovacuum": "off", "wal_keep_size": "1GB"})
     try:
-        srv = PgServer(15, settings={"autovacuum": "off", "wal_keep_size": "1GB"})
         waldump = srv.bin("pg_waldump")
     except PgUnavailable as err:
         pytest.skip(str(err))
@@ -294,11 +304,7 @@ def test_live_pg15_overwrite_contrecord(tmp_path: Path, capsys: Any) -> None:
         srv.execute("INSERT INTO filler VALUES (1, 'after recovery')")
         end = str(srv.execute("SELECT pg_current_wal_insert_lsn()")[0][0])
         srv.wait_flush(end)
-        wal = tmp_path / "wal"
-        wal.mkdir()
-        for f in sorted(srv.pg_wal_dir.iterdir()):
-            if f.is_file() and len(f.name) == 24:
-                (wal / f.name).write_bytes(f.read_bytes())
+        wal = _copy_wal(srv, tmp_path)
         import subprocess
 
         ref = subprocess.run(

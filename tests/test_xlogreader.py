@@ -430,7 +430,7 @@ def test_errors_are_pglogical_errors_and_picklable() -> None:
 
 
 def test_decode_rejects_bad_block_headers() -> None:
-    from pglogical_py.wal.xlogreader import _decode_record
+    from pglogical_py.wal.records import _decode_record
 
     def rec(body: bytes) -> bytes:
         return struct.pack("<IIQBBxxI", 24 + len(body), 0, 0, 0, 10, 0) + body

@@ -1,7 +1,8 @@
-"""Decoding mode's page runs (``_page_run``) against ``_walk``'s general path.
+"""Decoding mode's page runs (``pglogical_py/wal/_page_run.py``) against ``_walk``'s
+general path.
 
 On CPython (google-crc32c) ``XLogReader.iter_decoding`` hands the rest of a page to
-``_page_run``, which takes the records ``_walk`` would skip or give to a fast handler
+``_page_run._page_run``, which takes the records ``_walk`` would skip or give to a fast handler
 in fewer steps, and stops at anything else.  These tests hold it to the general path
 (``xlogreader.PAGE_RUN = False``): over the fixtures of every major, the same yielded
 records, the same ``on_xid`` and fast-handler calls in the same order, the same
@@ -21,7 +22,7 @@ import pytest
 from pglogical_py.adapters.files import iter_segments
 from pglogical_py.errors import DecodingError, WalError
 from pglogical_py.logical.decode import RM_HEAP_ID, SKIP_TABLE
-from pglogical_py.wal import xlogreader
+from pglogical_py.wal import _page_run, xlogreader
 from pglogical_py.wal.xlogreader import XLogReader
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
@@ -78,14 +79,15 @@ def _run(segs: List[Tuple[str, bytes]], page_run: bool, upto: int = 0,
 
 def _count_runs(monkeypatch: Any) -> List[int]:
     taken: List[int] = []
-    real = xlogreader._page_run
+    real = _page_run._page_run
+    assert xlogreader._page_run is real  # the walk calls the lane's function
 
     def counting(*args: Any) -> Any:
         out = real(*args)
         taken.append(out[3])
         return out
 
-    monkeypatch.setattr(xlogreader, "_page_run", counting)
+    monkeypatch.setattr(xlogreader, "_page_run", counting)  # where _walk looks it up
     return taken
 
 

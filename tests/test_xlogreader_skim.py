@@ -1,4 +1,5 @@
-"""Decoding mode's records read without objects: ``_skim_record`` and the prefix join.
+"""Decoding mode's records read without objects: ``pglogical_py/wal/_skim.py``
+(``_skim_record``) and the prefix join.
 
 ``XLogReader.iter_decoding`` checks a record of a type decode.c skips (its decoding is
 only ReorderBufferProcessXid) and of neither fast shape -- typically one carrying
@@ -22,12 +23,9 @@ import pytest
 from pglogical_py.adapters.files import iter_segments
 from pglogical_py.errors import WalCorruptionError, WalParseError
 from pglogical_py.logical.decode import SKIP_TABLE
-from pglogical_py.wal.xlogreader import (
-    XLogReader,
-    _decode_record,
-    _skim_record,
-    wal_file_name,
-)
+from pglogical_py.wal._skim import _skim_record
+from pglogical_py.wal.records import _decode_record
+from pglogical_py.wal.xlogreader import XLogReader, wal_file_name
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 WORKLOADS = [("pg15", "basic"), ("pg15", "fpi_lz4"), ("pg15", "ddl2"), ("pg18", "stream"),

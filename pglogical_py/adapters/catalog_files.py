@@ -7,18 +7,17 @@ NOTES
     ``read_catalog_bytes(path)`` returns the raw bytes of a ``.json`` or ``.json.gz``
     file (gzip is recognised from the content by the core, not from the name);
     ``load_catalog(path)`` builds the ``CatalogSnapshot`` with the path named in
-    every error.  ``CatalogSnapshot.load(path)`` calls this module.
+    every error: the entry point for a snapshot on disk (``CatalogSnapshot.load`` takes
+    only data).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
+from ..catalog.snapshot import CatalogSnapshot
 from ..errors import CatalogError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..catalog.snapshot import CatalogSnapshot
 
 
 def read_catalog_bytes(path: Union[str, os.PathLike[str]]) -> bytes:
@@ -32,8 +31,6 @@ def read_catalog_bytes(path: Union[str, os.PathLike[str]]) -> bytes:
 
 def load_catalog(path: Union[str, os.PathLike[str]]) -> CatalogSnapshot:
     """Read and build a CatalogSnapshot from a ``.json`` / ``.json.gz`` file."""
-    from ..catalog.snapshot import CatalogSnapshot
-
     name = os.fspath(path)
     return CatalogSnapshot.from_bytes(read_catalog_bytes(name), source=str(name))
 

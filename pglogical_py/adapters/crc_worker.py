@@ -15,15 +15,14 @@ NOTES
     for).  It reports the LSN of a record whose CRC matched, as did every record
     before it, every ``REPORT_GAP`` bytes of WAL and once at its end, as 8 bytes on
     a pipe.  ``crc_walk`` replaced ``XLogReader`` in decoding mode with every record
-    type skipped (W1 under PyPy: 0.60-0.69 s of CPU against 0.36-0.47 s): the
-    reader's walk is one large function with every path of a decode, and the child
-    spent a third of its time compiling it.
+    type skipped: the reader's walk is one large function with every path of a
+    decode, and the child spent a third of its time compiling it.
     The decoding process gives ``CrcWorker.checked_upto`` to its reader
     (``XLogReader.crc_checked_upto``), which then computes the CRC only of records
     beyond the latest report.
 
     Waiting.  The child does less than the decoding walk (the same record walk and
-    CRCs, none of the decoding: W2 0.6 s of PyPy CPU against 1.5 s), so when the
+    CRCs, none of the decoding), so when the
     walk catches up with the latest report -- at the start, or when the child
     reported a little behind where it is -- it waits until the child is ``LEAD``
     bytes ahead rather than compute the CRC itself: the walk then asks a handful of
@@ -34,7 +33,7 @@ NOTES
     shared copy-on-write with the decoding process.  Under PyPy it turns loop
     unrolling back on (``_runtime.restore_unrolling``), which the command line turns
     off for the decoding process: without it the CRC loop's trace boxed its ints at
-    every 8-byte step (W1: 0.76-0.89 s of the child's CPU against 0.59 s).
+    every 8-byte step.
 
     Nothing the child does can change what the decode produces: the reader checks
     every record the child has not reported itself -- all of them if it falls
@@ -66,9 +65,9 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
 from .._runtime import restore_unrolling
 from ..errors import PglogicalError
 from ..wal import crc32c as _crc
+from ..wal.rmgr.layouts import XLOG_SWITCH
+from ..wal.rmgr.names import RM_XLOG_ID
 from ..wal.xlogreader import (
-    RM_XLOG_ID,
-    XLOG_SWITCH,
     XLP_FIRST_IS_CONTRECORD,
     XLP_FIRST_IS_OVERWRITE_CONTRECORD,
     XLP_LONG_HEADER,
@@ -279,8 +278,8 @@ def crc_walk(segments: Iterable[Tuple[str, bytes]], start_lsn: int, upto_lsn: in
 
     Why not ``XLogReader``: the reader's walk traced in decoding mode is one large
     function with every record path of a decode; under PyPy a third of the worker's
-    time went to compiling it, and this walk has none of the decoding to carry (W1:
-    0.60-0.69 s of CPU against 0.36-0.47 s).  Which records were checked is all it
+    time went to compiling it, and this walk has none of the decoding to carry.
+    Which records were checked is all it
     tells: the decoding walk still validates every header and page itself.
     """
     it = iter(segments)

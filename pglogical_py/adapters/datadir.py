@@ -11,6 +11,10 @@ NOTES
     file stored gzipped as ``<relpath>.gz`` (the fixtures store them so) is read and
     inflated when ``<relpath>`` itself is absent; ``list`` drops that suffix.
 
+    ``load_physical_catalog(path, database)`` opens a ``PhysicalCatalog`` on such a
+    directory (the path named in its errors): the entry point for a catalog directory
+    on disk.
+
     ``write_datadir_subset(files, outdir)`` writes ``{relpath: bytes}`` (what
     ``pglogical_py.catalog.export.export_physical`` returns) below ``outdir``,
     creating directories; existing files are replaced.
@@ -27,9 +31,10 @@ import os
 import zlib
 from typing import Dict, List, Mapping, Optional, Union
 
+from ..catalog.physical import DEFAULT_SNAPSHOT_CACHE_SIZE, PhysicalCatalog
 from ..errors import CatalogError
 
-__all__ = ["DataDirFiles", "write_datadir_subset"]
+__all__ = ["DataDirFiles", "load_physical_catalog", "write_datadir_subset"]
 
 
 def _safe(root: str, relpath: str) -> str:
@@ -73,6 +78,15 @@ class DataDirFiles:
 
     def __repr__(self) -> str:
         return self.root
+
+
+def load_physical_catalog(path: Union[str, os.PathLike[str]],
+                          database: Union[int, str, None] = None, *,
+                          cache_size: int = DEFAULT_SNAPSHOT_CACHE_SIZE) -> PhysicalCatalog:
+    """The physical catalog of ``database`` (oid or name; None: the only one, or the
+    export's) in a catalog directory: an export subset or a copied data directory."""
+    name = os.fspath(path)
+    return PhysicalCatalog(DataDirFiles(name), database, source=name, cache_size=cache_size)
 
 
 def write_datadir_subset(files: Mapping[str, bytes], outdir: str) -> Dict[str, int]:

@@ -29,15 +29,13 @@ NOTES
     CPython, ``cli.decode.READ_AHEAD``) reads the plain file after the one just
     yielded on a thread while the caller decodes the one it has: ``os.read`` lets go
     of the interpreter lock (CPython's and PyPy's), so the copy out of the page cache
-    runs on the second CPU.  On pgbench's WAL (W1, 11 files of 16 MB) the decoding
-    process spent 0.11-0.18 s of its ~1 s in those reads (PyPy), and waits 0-4 ms for
-    them with read-ahead.  Compressed files are read in order (decompression may hold
-    the lock).  An error of a file read ahead is raised when that file is asked for,
-    as without read-ahead.  At most one file is read ahead, so one more segment is
-    held: the 1M-row load's peak RSS 162 -> 188 MB under CPython, 176 -> 211-226 MB
-    under PyPy, which gained nothing measurable from it.  The thread starts at the
-    first file taken, after the command line's worker processes are forked: no
-    thread is alive at a fork.
+    runs on the second CPU, where the decoding process spent a tenth of its time in
+    those reads, and it waits a few milliseconds at most.  Compressed files are read
+    in order (decompression may hold the lock).  An error of a file read ahead is raised
+    when that file is asked for, as without read-ahead.  At most one file is read ahead,
+    so one more segment is held (peak RSS up by about a segment); PyPy gained nothing
+    measurable from it. The thread starts at the first file taken, after the command
+    line's worker processes are forked: no thread is alive at a fork.
 
 INVARIANTS
     Yielded names are the bare 24-hex WAL file names, in strictly increasing
@@ -208,8 +206,8 @@ def _zstd_cli(f: SegmentFile) -> BinaryIO:
 def _read_plain(path: str, limit: Optional[int]) -> bytes:
     """A plain file's bytes (at most ``limit``): ``os.read`` of the file's size.
 
-    ``open(path, "rb").read()`` takes twice as long under PyPy (151 MB of WAL: 0.16 s
-    against 0.08 s), as its buffered ``readall`` collects chunks and joins them.  One
+    ``open(path, "rb").read()`` takes twice as long under PyPy, as its buffered
+    ``readall`` collects chunks and joins them.  One
     ``read`` normally returns everything and is returned as is; the loop covers short
     reads and a file that grew meanwhile.
     """

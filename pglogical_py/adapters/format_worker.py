@@ -3,14 +3,12 @@
 Mirrors: nothing in PostgreSQL as a process -- a walsender formats its rows in the
 backend that decodes them.  What the child runs is the output plugin's own row
 printers (``TestDecoding.rows_from_spec``, the fused printers of
-plugins/test_decoding.py) and the command line's tsv sink: this module only moves
-that work onto a second CPU.
+plugins/_test_decoding_rows.py) and the command line's tsv sink: this module only moves
+that work onto a second CPU, through the row-offload protocol of logical/_offload.py.
 
 NOTES
-    Formatting is the largest share of a decode that is not reading WAL: on the
-    bulk-insert benchmark (W2) the decode ran 1.7-2.1 s under PyPy and 1.06-1.10 s with
-    its rows' printing left out, 6.4 s against 3.9 s under CPython; on pgbench (W1)
-    1.5 s against 1.0 s (docs/performance.md, "fifteenth pass").  The reorder
+    Formatting is the largest share of a decode that is not reading WAL, about a
+    third of it (docs/performance.md, "fifteenth pass").  The reorder
     buffer replays each committed transaction in order; for a relation the plugin's
     fast lane handles, the lane then hands the WAL tuple bytes here
     (``send_row``) instead of printing them, and every other row (BEGIN, COMMIT,
@@ -57,7 +55,7 @@ import struct
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 from ..errors import PglogicalError
-from ..logical.logical import (
+from ..logical._offload import (
     OFFLOAD_DELETE,
     OFFLOAD_INSERT,
     OFFLOAD_OLD_KEY,

@@ -41,18 +41,17 @@ from __future__ import annotations
 import struct
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
+from ..wal.rmgr.layouts import (
+    XACT_XINFO_HAS_INVALS,
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP_OPMASK,
+    XLOG_XACT_COMMIT,
+    XLOG_XACT_COMMIT_PREPARED,
+    XLOG_XACT_INVALIDATIONS,
+    XLOG_XACT_OPMASK,
+)
+from ..wal.rmgr.names import RM_HEAP2_ID, RM_XACT_ID
 from .visibility import HistoricSnapshot
-
-# rmgrlist.h, access/xact.h, access/heapam_xlog.h
-_RM_XACT_ID = 1
-_RM_HEAP2_ID = 9
-_XLOG_XACT_OPMASK = 0x70
-_XLOG_XACT_COMMIT = 0x00
-_XLOG_XACT_COMMIT_PREPARED = 0x30
-_XLOG_XACT_INVALIDATIONS = 0x60
-_XLOG_HEAP_OPMASK = 0x70
-_XLOG_HEAP2_NEW_CID = 0x70
-_XACT_XINFO_HAS_INVALS = 1 << 3
 
 #: relkinds listed: ordinary, partitioned and materialized tables
 USER_RELKINDS = ("r", "p", "m")
@@ -125,7 +124,7 @@ class CatalogCommit:
 
 def scan_catalog_commits(records: Iterable[Any]) -> Tuple[List[CatalogCommit], Optional[int]]:
     """The catalog-changing commits of ``records`` in WAL order, and the oldest xid met."""
-    from ..logical.decode import parse_commit_or_abort
+    from ..wal.rmgr.layouts import parse_commit_or_abort
 
     changed: Set[int] = set()
     commits: List[CatalogCommit] = []
@@ -135,22 +134,22 @@ def scan_catalog_commits(records: Iterable[Any]) -> Tuple[List[CatalogCommit], O
         if xid and (oldest is None or xid < oldest):
             oldest = xid
         rmid = rec.rmid
-        if rmid == _RM_HEAP2_ID and rec.info & _XLOG_HEAP_OPMASK == _XLOG_HEAP2_NEW_CID:
+        if rmid == RM_HEAP2_ID and rec.info & XLOG_HEAP_OPMASK == XLOG_HEAP2_NEW_CID:
             changed.add(xid)
             changed.add(struct.unpack_from("<I", rec.main_data, 0)[0])
-        elif rmid == _RM_XACT_ID:
-            op = rec.info & _XLOG_XACT_OPMASK
-            if op == _XLOG_XACT_INVALIDATIONS:
+        elif rmid == RM_XACT_ID:
+            op = rec.info & XLOG_XACT_OPMASK
+            if op == XLOG_XACT_INVALIDATIONS:
                 if xid:
                     changed.add(xid)
-            elif op == _XLOG_XACT_COMMIT or op == _XLOG_XACT_COMMIT_PREPARED:
+            elif op == XLOG_XACT_COMMIT or op == XLOG_XACT_COMMIT_PREPARED:
                 parsed = parse_commit_or_abort(rec.info, rec.main_data, rec.major, True)
                 top = parsed.twophase_xid or xid
                 xids = (top,) + tuple(parsed.subxacts)
                 for x in xids:
                     if oldest is None or x < oldest:
                         oldest = x
-                if parsed.xinfo & _XACT_XINFO_HAS_INVALS or any(x in changed for x in xids):
+                if parsed.xinfo & XACT_XINFO_HAS_INVALS or any(x in changed for x in xids):
                     commits.append(CatalogCommit(rec.lsn, top, xids))
     return commits, oldest
 

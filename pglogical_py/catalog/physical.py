@@ -78,8 +78,8 @@ NOTES
 
     API for the decoder (snapbuild / reorderbuffer)::
 
-        pc = PhysicalCatalog.load("DIR")                 # adapters.datadir
-        # or PhysicalCatalog(files, database) with any FileAccess
+        pc = PhysicalCatalog(files, database)            # any FileAccess, or on disk:
+        # pglogical_py.adapters.datadir.load_physical_catalog("DIR", database)
         tc = TupleCids()                                 # per decoded transaction
         tc.add(spc, db, relnumber, block, offset, cmin, cmax, combocid)  # each NEW_CID
         snap = HistoricSnapshot(xmin, xmax, committed_xids, subxip=own_xids,
@@ -432,14 +432,6 @@ class PhysicalCatalog:
         self.relmap_updates: List[Tuple[int, bool, RelMap]] = []
 
     # -- construction ---------------------------------------------------------------------
-
-    @classmethod
-    def load(cls, path: str, database: Union[int, str, None] = None, *,
-             cache_size: int = DEFAULT_SNAPSHOT_CACHE_SIZE) -> PhysicalCatalog:
-        """Open a catalog directory (export subset or data directory) via the adapter."""
-        from ..adapters.datadir import DataDirFiles
-
-        return cls(DataDirFiles(path), database, source=path, cache_size=cache_size)
 
     def _error(self, message: str) -> CatalogError:
         return CatalogError(message, file=self.source)

@@ -153,6 +153,15 @@ from ..wal.bufpage import (
 )
 from ..wal.rmgr import heap as rheap
 from ..wal.rmgr import heap2 as rheap2
+from ..wal.rmgr import layouts
+from ..wal.rmgr.names import (
+    RM_HEAP2_ID,
+    RM_HEAP_ID,
+    RM_RELMAP_ID,
+    RM_SMGR_ID,
+    RM_XACT_ID,
+    RM_XLOG_ID,
+)
 from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS
 from .physical import PhysicalCatalog, TupleVersion, _Heap
 from .relmapper import RELMAPPER_FILENAME, RelMap
@@ -164,8 +173,7 @@ _IDENTITY = {"pg_attribute": ("attrelid", "attnum"), "pg_inherits": ("inhrelid",
 __all__ = ["CatalogRedo", "RedoCatalog", "RedoPage", "has_system_columns",
            "load_export", "xid_running_in_snapshot"]
 
-# rmgr ids (rmgrlist.h)
-RM_XLOG_ID, RM_XACT_ID, RM_SMGR_ID, RM_RELMAP_ID, RM_HEAP2_ID, RM_HEAP_ID = 0, 1, 2, 7, 9, 10
+# storage/smgr's xl_smgr_truncate (the rmgr ids are wal/rmgr/names.py's)
 XLOG_SMGR_TRUNCATE = 0x20
 SMGR_TRUNCATE_HEAP = 0x0001
 MAIN_FORKNUM = 0
@@ -294,15 +302,15 @@ def _fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int
     infomask &= ~(HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK
                   | HEAP_XMAX_EXCL_LOCK)
     infomask2 &= ~HEAP_KEYS_UPDATED
-    if infobits & rheap.XLHL_XMAX_IS_MULTI:
+    if infobits & layouts.XLHL_XMAX_IS_MULTI:
         infomask |= HEAP_XMAX_IS_MULTI
-    if infobits & rheap.XLHL_XMAX_LOCK_ONLY:
+    if infobits & layouts.XLHL_XMAX_LOCK_ONLY:
         infomask |= HEAP_XMAX_LOCK_ONLY
-    if infobits & rheap.XLHL_XMAX_EXCL_LOCK:
+    if infobits & layouts.XLHL_XMAX_EXCL_LOCK:
         infomask |= HEAP_XMAX_EXCL_LOCK
-    if infobits & rheap.XLHL_XMAX_KEYSHR_LOCK:
+    if infobits & layouts.XLHL_XMAX_KEYSHR_LOCK:
         infomask |= HEAP_XMAX_KEYSHR_LOCK
-    if infobits & rheap.XLHL_KEYS_UPDATED:
+    if infobits & layouts.XLHL_KEYS_UPDATED:
         infomask2 |= HEAP_KEYS_UPDATED
     return infomask, infomask2
 
@@ -442,7 +450,7 @@ class CatalogRedo:
                 for oid, fn in m.items():
                     if oid in oids:
                         self.tracked.add((spc, body.dbid, fn))
-            elif rmid == RM_HEAP2_ID and (rec.info & 0x70) == rheap2.XLOG_HEAP2_REWRITE:
+            elif rmid == RM_HEAP2_ID and (rec.info & 0x70) == layouts.XLOG_HEAP2_REWRITE:
                 md = rec.main_data
                 for i in range(_REWRITE_HDR, len(md) - _REWRITE_ENTRY + 1, _REWRITE_ENTRY):
                     self.tracked.add(_REWRITE_NEW_REL.unpack_from(md, i + 12))
@@ -477,7 +485,7 @@ class CatalogRedo:
             if rmid == RM_SMGR_ID:
                 self._smgr(rec)
                 continue
-            if rmid == RM_HEAP2_ID and (rec.info & 0x70) == rheap2.XLOG_HEAP2_REWRITE:
+            if rmid == RM_HEAP2_ID and (rec.info & 0x70) == layouts.XLOG_HEAP2_REWRITE:
                 self._rewrite(rec)
                 continue
             if rmid not in (RM_HEAP_ID, RM_HEAP2_ID, RM_XLOG_ID):
@@ -603,13 +611,13 @@ class CatalogRedo:
         self.redone += 1
 
     def _heap(self, rec: Any, ids: Dict[int, Any], restored: Set[int]) -> None:
-        op = rec.info & rheap.XLOG_HEAP_OPMASK
-        init = bool(rec.info & rheap.XLOG_HEAP_INIT_PAGE)
+        op = rec.info & layouts.XLOG_HEAP_OPMASK
+        init = bool(rec.info & layouts.XLOG_HEAP_INIT_PAGE)
 
         def err(msg: str) -> CatalogRedoError:
             return self._error(rec, f"{rec.record_type}: {msg}")
 
-        if op == rheap.XLOG_HEAP_INSERT:
+        if op == layouts.XLOG_HEAP_INSERT:
             blk = ids.get(0)
             if blk is None or 0 in restored:
                 return
@@ -622,7 +630,7 @@ class CatalogRedo:
             page.add_item(b.offnum, _new_tuple(rec.xid, t.t_infomask2, t.t_infomask, t.t_hoff,
                                                t.data, blk.blkno, b.offnum), err)
             self._done(page, rec)
-        elif op == rheap.XLOG_HEAP_DELETE:
+        elif op == layouts.XLOG_HEAP_DELETE:
             blk = ids.get(0)
             if blk is None or 0 in restored:
                 return
@@ -633,7 +641,7 @@ class CatalogRedo:
             im = _infomask(tup) & ~(HEAP_XMAX_BITS | HEAP_MOVED)
             im2 = _infomask2(tup) & ~HEAP_KEYS_UPDATED & ~HEAP_HOT_UPDATED
             im, im2 = _fix_infomask_from_infobits(d.infobits_set, im, im2)
-            if d.flags & rheap.XLH_DELETE_IS_SUPER:
+            if d.flags & layouts.XLH_DELETE_IS_SUPER:
                 _set_u32(tup, _OFF_XMIN, 0)
             else:
                 _set_u32(tup, _OFF_XMAX, d.xmax)
@@ -641,14 +649,14 @@ class CatalogRedo:
             im &= ~HEAP_COMBOCID
             _set_u16(tup, _OFF_INFOMASK, im)
             _set_u16(tup, _OFF_INFOMASK2, im2)
-            if d.flags & rheap.XLH_DELETE_IS_PARTITION_MOVE:
+            if d.flags & layouts.XLH_DELETE_IS_PARTITION_MOVE:
                 _CTID.pack_into(tup, _OFF_CTID, 0xFFFF, 0xFFFF, 0xFFFD)  # MovedPartitions
             else:
                 _set_ctid(tup, blk.blkno, d.offnum)
             self._done(page, rec)
-        elif op in (rheap.XLOG_HEAP_UPDATE, rheap.XLOG_HEAP_HOT_UPDATE):
-            self._update(rec, ids, restored, init, op == rheap.XLOG_HEAP_HOT_UPDATE, err)
-        elif op == rheap.XLOG_HEAP_LOCK:
+        elif op in (layouts.XLOG_HEAP_UPDATE, layouts.XLOG_HEAP_HOT_UPDATE):
+            self._update(rec, ids, restored, init, op == layouts.XLOG_HEAP_HOT_UPDATE, err)
+        elif op == layouts.XLOG_HEAP_LOCK:
             blk = ids.get(0)
             if blk is None or 0 in restored:
                 return
@@ -667,7 +675,7 @@ class CatalogRedo:
             _set_u16(tup, _OFF_INFOMASK, im & ~HEAP_COMBOCID)
             _set_u16(tup, _OFF_INFOMASK2, im2)
             self._done(page, rec)
-        elif op == rheap.XLOG_HEAP_INPLACE:
+        elif op == layouts.XLOG_HEAP_INPLACE:
             blk = ids.get(0)
             if blk is None or 0 in restored:
                 return
@@ -681,7 +689,7 @@ class CatalogRedo:
                 raise err(f"wrong tuple length ({len(tup) - hoff} != {len(newtup)})")
             tup[hoff:] = newtup
             self._done(page, rec)
-        elif op == rheap.XLOG_HEAP_CONFIRM:
+        elif op == layouts.XLOG_HEAP_CONFIRM:
             blk = ids.get(0)
             if blk is None or 0 in restored:
                 return
@@ -741,13 +749,13 @@ class CatalogRedo:
         self._done(page, rec)
 
     def _heap2(self, rec: Any, ids: Dict[int, Any], restored: Set[int]) -> None:
-        op = rec.info & rheap.XLOG_HEAP_OPMASK
+        op = rec.info & layouts.XLOG_HEAP_OPMASK
 
         def err(msg: str) -> CatalogRedoError:
             return self._error(rec, f"{rec.record_type}: {msg}")
 
         blk = ids.get(0)
-        if op == rheap2.XLOG_HEAP2_MULTI_INSERT:
+        if op == layouts.XLOG_HEAP2_MULTI_INSERT:
             if blk is None or 0 in restored:
                 return
             m = rheap2.parse_multi_insert(rec)
@@ -760,7 +768,7 @@ class CatalogRedo:
                 page.add_item(offnum, _new_tuple(rec.xid, t.t_infomask2, t.t_infomask,
                                                  t.t_hoff, t.data, blk.blkno, offnum), err)
             self._done(page, rec)
-        elif op == rheap2.XLOG_HEAP2_LOCK_UPDATED:
+        elif op == layouts.XLOG_HEAP2_LOCK_UPDATED:
             if blk is None or 0 in restored:
                 return
             lu = rec.body
@@ -774,10 +782,10 @@ class CatalogRedo:
             _set_u16(tup, _OFF_INFOMASK, im)
             _set_u16(tup, _OFF_INFOMASK2, im2)
             self._done(page, rec)
-        elif op in (rheap2.XLOG_HEAP2_PRUNE, rheap2.XLOG_HEAP2_VACUUM):
+        elif op in (layouts.XLOG_HEAP2_PRUNE, layouts.XLOG_HEAP2_VACUUM):
             # 15/16 PRUNE and VACUUM; 17+ PRUNE_ON_ACCESS and PRUNE_VACUUM_SCAN
             self._prune(rec, blk, 0 in restored)
-        elif op == rheap2.XLOG_HEAP2_FREEZE_PAGE:
+        elif op == layouts.XLOG_HEAP2_FREEZE_PAGE:
             if rec.major >= 17:  # PRUNE_VACUUM_CLEANUP
                 self._prune(rec, blk, 0 in restored)
             # 15/16 FREEZE_PAGE: freezing changes no tuple's visibility (see NOTES)

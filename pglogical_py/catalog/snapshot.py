@@ -25,10 +25,10 @@ NOTES
     JSON ``attmissingval``) and ``attmissingval_error`` (the physical catalog could not
     print the value: building that relation raises CatalogError with it).
 
-    The core is sans-IO: ``CatalogSnapshot.from_dict`` / ``from_bytes`` take data
-    (gzip recognised by its magic and inflated with zlib); ``CatalogSnapshot.load``
-    also accepts a path, which it hands to ``pglogical_py.adapters.catalog_files``,
-    the only code that opens a snapshot file.
+    The core is sans-IO: ``CatalogSnapshot.from_dict`` / ``from_bytes`` (and ``load``,
+    either) take data (gzip recognised by its magic and inflated with zlib);
+    ``pglogical_py.adapters.catalog_files.load_catalog(path)`` is the only code that
+    opens a snapshot file.
 
     Relations and types are built lazily, on first look-up, and cached: a snapshot has
     a few hundred catalog relations and some 600 types the decoder never asks about.
@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import zlib
 from typing import (
     Any,
@@ -125,9 +124,12 @@ REQUIRED_TABLES = (
     "pg_am",
 )
 
-# catalog/pg_type_d.h: the built-ins format_type_extended special-cases
+# catalog/pg_type_d.h: the built-ins format_type_extended special-cases (and OIDOID,
+# DATEOID: test_decoding prints them specially)
 BITOID = 1560
 BOOLOID = 16
+DATEOID = 1082
+OIDOID = 26
 BPCHAROID = 1042
 FLOAT4OID = 700
 FLOAT8OID = 701
@@ -178,7 +180,7 @@ _TYPMOD_BASE = {
     VARCHAROID: "character varying",
 }
 
-PathOrData = Union[str, "os.PathLike[str]", bytes, bytearray, Mapping[str, Any]]
+ExportData = Union[bytes, bytearray, Mapping[str, Any]]
 
 
 class TypeInfo:
@@ -617,15 +619,19 @@ class CatalogSnapshot:
     # -- construction -------------------------------------------------------------------
 
     @classmethod
-    def load(cls, source: PathOrData) -> CatalogSnapshot:
-        """Load from a dict, JSON / gzipped-JSON bytes, or a ``.json``/``.json.gz`` path."""
+    def load(cls, source: ExportData) -> CatalogSnapshot:
+        """Load from a dict or the bytes of a ``.json`` / ``.json.gz`` export.
+
+        A path is the adapters' (``pglogical_py.adapters.catalog_files.load_catalog``):
+        TypeError here.
+        """
         if isinstance(source, Mapping):
             return cls(source)
         if isinstance(source, (bytes, bytearray)):
             return cls.from_bytes(bytes(source))
-        from ..adapters.catalog_files import load_catalog  # the file I/O lives there
-
-        return load_catalog(source)
+        raise TypeError("CatalogSnapshot.load takes a dict or bytes, not %s: open a file "
+                        "with pglogical_py.adapters.catalog_files.load_catalog"
+                        % type(source).__name__)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: Optional[str] = None) -> CatalogSnapshot:

@@ -8,8 +8,8 @@ NOTES
     ``pglogical_py.catalog.export.export_catalog`` (one REPEATABLE READ transaction,
     ``pg_current_wal_lsn()`` recorded) and writes it with ``write_catalog``
     (gzip when FILE ends in ``.gz``); it then loads the file back through
-    ``CatalogSnapshot.load`` so that a snapshot the decoder cannot read is reported
-    at once (``--system-columns``: the logical export of the catalog-redo mode, rows
+    ``adapters.catalog_files.load_catalog`` so that a snapshot the decoder cannot read
+    is reported at once (``--system-columns``: the logical export of the catalog-redo mode, rows
     with ctid / xmin / xmax / infomask; see catalog/redo.py).  ``catalog export
     --physical --dsn DSN -o DIR`` writes the physical catalog (issue 6: catalog heap
     files, relation maps, pg_xact, pg_multixact, pg_logical/mappings, catalog.meta.json;
@@ -83,12 +83,11 @@ def run_export(args: argparse.Namespace) -> int:
         import psycopg
     except ImportError:  # pragma: no cover - psycopg is a CPython test/CLI dependency
         raise UsageError("catalog export needs psycopg (pip install 'psycopg[binary]')") from None
+    from ..adapters.catalog_files import load_catalog
     from ..catalog.export import export_catalog, export_physical, write_catalog
-    from ..catalog.snapshot import CatalogSnapshot
 
     if args.physical:
-        from ..adapters.datadir import write_datadir_subset
-        from ..catalog.physical import PhysicalCatalog
+        from ..adapters.datadir import load_physical_catalog, write_datadir_subset
 
         try:
             with psycopg.connect(args.dsn, autocommit=True) as conn:
@@ -97,7 +96,7 @@ def run_export(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot export the physical catalog from {args.dsn!r}: "
                              f"{err}") from None
         sizes = write_datadir_subset(files, args.output)
-        pc = PhysicalCatalog.load(args.output)
+        pc = load_physical_catalog(args.output)
         print(f"{args.output}: {pc!r}, {len(sizes)} files, {sum(sizes.values())} bytes; "
               f"{pc.latest()!r}", file=sys.stderr)
         return 0
@@ -107,7 +106,7 @@ def run_export(args: argparse.Namespace) -> int:
     except psycopg.Error as err:
         raise UsageError(f"cannot export catalog from {args.dsn!r}: {err}") from None
     write_catalog(data, args.output)
-    snap = CatalogSnapshot.load(args.output)
+    snap = load_catalog(args.output)
     print(f"{args.output}: {snap!r}", file=sys.stderr)
     return 0
 
@@ -116,14 +115,15 @@ def run_show(args: argparse.Namespace) -> int:
     """catalog show: summary (and relations) of a snapshot file."""
     import os
 
-    from ..catalog.snapshot import CatalogSnapshot
-
+    snap: Any
     if os.path.isdir(args.file):
-        from ..catalog.physical import PhysicalCatalog
+        from ..adapters.datadir import load_physical_catalog
 
-        snap = PhysicalCatalog.load(args.file).latest()
+        snap = load_physical_catalog(args.file).latest()
     else:
-        snap = CatalogSnapshot.load(args.file)
+        from ..adapters.catalog_files import load_catalog
+
+        snap = load_catalog(args.file)
     print(repr(snap))
     if args.relations:
         for oid in sorted(snap.user_relation_oids()):
@@ -139,9 +139,9 @@ def run_history(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from ..adapters.datadir import load_physical_catalog
     from ..adapters.files import iter_segments
     from ..catalog.history import relation_history
-    from ..catalog.physical import PhysicalCatalog
     from ..lsn import format_lsn, parse_lsn
     from ..wal.xlogreader import XLogReader
 
@@ -151,7 +151,7 @@ def run_history(args: argparse.Namespace) -> int:
     database: Any = args.database
     if database is not None and database.isdigit():
         database = int(database)
-    pc = PhysicalCatalog.load(args.catalog, database)
+    pc = load_physical_catalog(args.catalog, database)
     start = parse_lsn(args.start_lsn) if args.start_lsn else None
     end = parse_lsn(args.end_lsn) if args.end_lsn else 0
 

@@ -33,12 +33,12 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from ..errors import UsageError
 from ..lsn import format_lsn, parse_lsn
-from ..wal.records import FORK_NAMES, XLogRecord, identify, rmgr_name
+from ..wal.records import FORK_NAMES, XLogRecord, identify
+from ..wal.rmgr.names import RM_MAX_BUILTIN_ID, RM_MIN_CUSTOM_ID, RM_XACT_ID, rmgr_name
 
 __all__ = ["add_parser", "run", "format_record_text", "record_to_json", "WalStats"]
 
-RM_XACT_ID = 1
-_BUILTIN_RMGRS = 22
+_BUILTIN_RMGRS = RM_MAX_BUILTIN_ID + 1
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -260,7 +260,7 @@ def _rmgr_filter(names: Optional[List[str]]) -> Optional[set]:  # type: ignore[t
         return None
     wanted = set()
     for n in names:
-        for rmid in list(range(_BUILTIN_RMGRS)) + list(range(128, 256)):
+        for rmid in list(range(_BUILTIN_RMGRS)) + list(range(RM_MIN_CUSTOM_ID, 256)):
             if rmgr_name(rmid).lower() == n.lower():
                 wanted.add(rmid)
                 break

@@ -1,6 +1,8 @@
 """Decoded changes and the compact queue a transaction keeps them in.
 
-Mirrors: ``ReorderBufferChange`` (replication/reorderbuffer.h) and the change list of a
+Mirrors: ``ReorderBufferChange`` and ``ReorderBufferChangeType`` (``ChangeType``, and
+the same values as plain ints ``CHANGE_*`` for the hot paths; replication/reorderbuffer.h)
+and the change list of a
 ``ReorderBufferTXN`` (``txn->changes``, a dlist in replication/logical/reorderbuffer.c),
 PostgreSQL 15-18.
 
@@ -41,6 +43,7 @@ INVARIANTS
 from __future__ import annotations
 
 import struct
+from enum import IntEnum
 from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from ..lsn import format_lsn
@@ -68,6 +71,40 @@ CHUNK_BYTES = 64 * 1024
 ROW_ACTIONS = (True, True, True, False, False, False, False, False, True, True, True, False)
 
 Chunk = Tuple[bytes, List[Any]]
+
+
+class ChangeType(IntEnum):
+    """ReorderBufferChangeType (reorderbuffer.h); values as in PostgreSQL.
+
+    Users of the decoding facilities never see the INTERNAL_* actions.
+    """
+
+    INSERT = 0
+    UPDATE = 1
+    DELETE = 2
+    MESSAGE = 3
+    INVALIDATION = 4
+    INTERNAL_SNAPSHOT = 5
+    INTERNAL_COMMAND_ID = 6
+    INTERNAL_TUPLECID = 7
+    INTERNAL_SPEC_INSERT = 8
+    INTERNAL_SPEC_CONFIRM = 9
+    INTERNAL_SPEC_ABORT = 10
+    TRUNCATE = 11
+
+
+# plain ints on the hot path
+CHANGE_INSERT = 0
+CHANGE_UPDATE = 1
+CHANGE_DELETE = 2
+CHANGE_MESSAGE = 3
+CHANGE_INVALIDATION = 4
+CHANGE_INTERNAL_SNAPSHOT = 5
+CHANGE_INTERNAL_COMMAND_ID = 6
+CHANGE_INTERNAL_SPEC_INSERT = 8
+CHANGE_INTERNAL_SPEC_CONFIRM = 9
+CHANGE_INTERNAL_SPEC_ABORT = 10
+CHANGE_TRUNCATE = 11
 
 
 class ReorderBufferChange:
@@ -123,8 +160,6 @@ class ReorderBufferChange:
         self.oldvals: Optional[List[Any]] = None
 
     def __repr__(self) -> str:
-        from .reorderbuffer import ChangeType
-
         return f"ReorderBufferChange({ChangeType(self.action).name} at {format_lsn(self.lsn)})"
 
 
@@ -293,8 +328,20 @@ def as_chunks(changes: Any) -> List[Chunk]:
 
 
 __all__ = [
+    "CHANGE_DELETE",
+    "CHANGE_INSERT",
+    "CHANGE_INTERNAL_COMMAND_ID",
+    "CHANGE_INTERNAL_SNAPSHOT",
+    "CHANGE_INTERNAL_SPEC_ABORT",
+    "CHANGE_INTERNAL_SPEC_CONFIRM",
+    "CHANGE_INTERNAL_SPEC_INSERT",
+    "CHANGE_INVALIDATION",
+    "CHANGE_MESSAGE",
+    "CHANGE_TRUNCATE",
+    "CHANGE_UPDATE",
     "CHUNK_BYTES",
     "ChangeQueue",
+    "ChangeType",
     "HDR_SIZE",
     "ReorderBufferChange",
     "as_chunks",

@@ -62,6 +62,14 @@ from __future__ import annotations
 from typing import Any, Dict, NamedTuple
 
 from . import _releases
+from ._changes import (
+    CHANGE_DELETE,
+    CHANGE_INTERNAL_SNAPSHOT,
+    CHANGE_INTERNAL_SPEC_INSERT,
+    CHANGE_INVALIDATION,
+    CHANGE_MESSAGE,
+    CHANGE_TRUNCATE,
+)
 
 #: SizeofHeapTupleHeader - SizeOfHeapHeader: t_len = len(xl_heap_header + data) + 18
 TUPLE_LEN_DELTA = 23 - 5
@@ -99,34 +107,31 @@ def layout(major: int, server_version_num: int = 0) -> MemoryLayout:
     return base
 
 
-# ReorderBufferChangeType values (reorderbuffer.h), repeated to avoid an import cycle
-_INSERT, _UPDATE, _DELETE, _MESSAGE, _INVALIDATION = 0, 1, 2, 3, 4
-_INTERNAL_SNAPSHOT, _INTERNAL_SPEC_INSERT, _TRUNCATE = 5, 8, 11
 
 
 def change_size(change: Any, lay: MemoryLayout) -> int:
     """ReorderBufferChangeSize: the bytes a queued change is accounted for."""
     sz = lay.change
     action = change.action
-    if action <= _DELETE or action == _INTERNAL_SPEC_INSERT:
+    if action <= CHANGE_DELETE or action == CHANGE_INTERNAL_SPEC_INSERT:
         tup = change.newtuple
         if tup is not None:
             sz += lay.heap_tuple_data + len(tup) + TUPLE_LEN_DELTA
         tup = change.oldtuple
         if tup is not None:
             sz += lay.heap_tuple_data + len(tup) + TUPLE_LEN_DELTA
-    elif action == _MESSAGE:
+    elif action == CHANGE_MESSAGE:
         prefix, message = change.data
         sz += len(prefix) + 1 + len(message) + 2 * lay.size_t
-    elif action == _INVALIDATION:
+    elif action == CHANGE_INVALIDATION:
         n = change.data if isinstance(change.data, int) else len(change.data or ())
         sz += lay.shared_inval_msg * n
-    elif action == _INTERNAL_SNAPSHOT:
+    elif action == CHANGE_INTERNAL_SNAPSHOT:
         snap = change.data
         xcnt = len(getattr(snap, "xip", ()) or ())
         subxcnt = len(getattr(snap, "subxip", ()) or ())
         sz += lay.snapshot_data + lay.transaction_id * (xcnt + subxcnt)
-    elif action == _TRUNCATE:
+    elif action == CHANGE_TRUNCATE:
         sz += lay.oid * len(change.data[0])
     return sz
 

@@ -34,9 +34,11 @@ NOTES
     decodes insert / update / delete records of the reader's commonest shape in place
     on the segment buffer, at fixed offsets (records.py, "Fast shapes").  Both take
     exactly the general path's decisions (tests/test_decode_ingest.py holds them to
-    it).  The record layouts stay defined here rather than taken from
-    ``wal/rmgr``'s typed bodies: importing that package costs ~0.18 s per process
-    (its desc tables) and its parsers build an object per record.
+    it).  The rmgr ids, info bits, flags and sizes, and the commit / abort /
+    prepare parsing (``ParsedXact``), are ``wal/rmgr``'s (``names.py``,
+    ``layouts.py``), imported by name so that they are module globals here; the
+    typed-body modules of ``wal/rmgr`` are never imported (their dataclasses are
+    costly to create, and their parsers build an object per record).
 
     Timestamps (commit, prepare, abort) stay PostgreSQL ``TimestampTz`` ints
     (microseconds since 2000-01-01 UTC).
@@ -60,8 +62,66 @@ from typing import Any, List, Optional, Tuple
 
 from .._jit import not_inlined
 from ..errors import DecodingError
-from ..wal.records import XLogRecord
-from .reorderbuffer import (
+from ..wal.records import XLR_INFO_MASK, XLogRecord
+from ..wal.rmgr.layouts import (
+    SHAREDINVALCATALOG_ID,
+    SHAREDINVALRELCACHE_ID,
+    SIZEOF_SHARED_INVALIDATION_MESSAGE,
+    XACT_XINFO_HAS_AE_LOCKS,
+    XACT_XINFO_HAS_DBINFO,
+    XACT_XINFO_HAS_DROPPED_STATS,
+    XACT_XINFO_HAS_ORIGIN,
+    XLH_DELETE_CONTAINS_OLD,
+    XLH_DELETE_IS_SUPER,
+    XLH_INSERT_CONTAINS_NEW_TUPLE,
+    XLH_INSERT_IS_SPECULATIVE,
+    XLH_INSERT_LAST_IN_MULTI,
+    XLH_INSERT_ON_TOAST_RELATION,
+    XLH_TRUNCATE_CASCADE,
+    XLH_TRUNCATE_RESTART_SEQS,
+    XLH_UPDATE_CONTAINS_NEW_TUPLE,
+    XLH_UPDATE_CONTAINS_OLD,
+    XLOG_CHECKPOINT_SHUTDOWN,
+    XLOG_END_OF_RECOVERY,
+    XLOG_HEAP2_MULTI_INSERT,
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP_CONFIRM,
+    XLOG_HEAP_DELETE,
+    XLOG_HEAP_HOT_UPDATE,
+    XLOG_HEAP_INPLACE,
+    XLOG_HEAP_INSERT,
+    XLOG_HEAP_LOCK,
+    XLOG_HEAP_OPMASK,
+    XLOG_HEAP_TRUNCATE,
+    XLOG_HEAP_UPDATE,
+    XLOG_RUNNING_XACTS,
+    XLOG_XACT_ABORT,
+    XLOG_XACT_ABORT_PREPARED,
+    XLOG_XACT_ASSIGNMENT,
+    XLOG_XACT_COMMIT,
+    XLOG_XACT_COMMIT_PREPARED,
+    XLOG_XACT_HAS_INFO,
+    XLOG_XACT_INVALIDATIONS,
+    XLOG_XACT_OPMASK,
+    XLOG_XACT_PREPARE,
+    ParsedXact,
+    SizeOfHeapDelete,
+    SizeOfHeapInsert,
+    SizeOfHeapUpdate,
+    SizeOfMultiInsertTuple,
+    parse_commit_or_abort,
+    parse_prepare,
+)
+from ..wal.rmgr.names import (
+    RM_HEAP2_ID,
+    RM_HEAP_ID,
+    RM_LOGICALMSG_ID,
+    RM_RELMAP_ID,
+    RM_STANDBY_ID,
+    RM_XACT_ID,
+    RM_XLOG_ID,
+)
+from ._changes import (
     CHANGE_DELETE,
     CHANGE_INSERT,
     CHANGE_INTERNAL_SPEC_ABORT,
@@ -69,94 +129,20 @@ from .reorderbuffer import (
     CHANGE_INTERNAL_SPEC_INSERT,
     CHANGE_TRUNCATE,
     CHANGE_UPDATE,
-    Invalidations,
     ReorderBufferChange,
 )
+from .reorderbuffer import Invalidations
 from .snapbuild import RunningXacts, SnapBuildState
 
-# rmgrlist.h
-RM_XLOG_ID = 0
-RM_XACT_ID = 1
-RM_RELMAP_ID = 7
-RM_STANDBY_ID = 8
-RM_HEAP2_ID = 9
-RM_HEAP_ID = 10
-RM_LOGICALMSG_ID = 21
-
-XLR_INFO_MASK = 0x0F
-
-# catalog/pg_control.h
-XLOG_CHECKPOINT_SHUTDOWN = 0x00
-XLOG_END_OF_RECOVERY = 0x90
-
-# access/xact.h
-XLOG_XACT_OPMASK = 0x70
-XLOG_XACT_HAS_INFO = 0x80
-XLOG_XACT_COMMIT = 0x00
-XLOG_XACT_PREPARE = 0x10
-XLOG_XACT_ABORT = 0x20
-XLOG_XACT_COMMIT_PREPARED = 0x30
-XLOG_XACT_ABORT_PREPARED = 0x40
-XLOG_XACT_ASSIGNMENT = 0x50
-XLOG_XACT_INVALIDATIONS = 0x60
-
-XACT_XINFO_HAS_DBINFO = 1 << 0
-XACT_XINFO_HAS_SUBXACTS = 1 << 1
-XACT_XINFO_HAS_RELFILELOCATORS = 1 << 2
-XACT_XINFO_HAS_INVALS = 1 << 3
-XACT_XINFO_HAS_TWOPHASE = 1 << 4
-XACT_XINFO_HAS_ORIGIN = 1 << 5
-XACT_XINFO_HAS_AE_LOCKS = 1 << 6
-XACT_XINFO_HAS_GID = 1 << 7
-XACT_XINFO_HAS_DROPPED_STATS = 1 << 8
 #: ``fast_table``'s default: plain commits decoded in the reader (``xact_fast``) on
 #: CPython, where a commit that comes back as a record object costs the page run's
-#: end, the walk's general path, the object and the dispatch (W1, 60,000 commits:
-#: 2.38 -> 2.05 s with the clean-up trims, docs/performance.md "sixteenth pass");
-#: not on PyPy, whose JIT ran the one-process W1 decode 8 % slower with the replay
-#: called from inside the walk's loop (1.44 s against 1.33 s, medians of 6)
+#: end, the walk's general path, the object and the dispatch (docs/performance.md,
+#: "sixteenth pass"); not on PyPy, whose JIT ran the decode slower with the replay
+#: called from inside the walk's loop
 COMMITS_IN_READER = sys.implementation.name != "pypy"
 #: the xinfo bits of a commit ``xact_fast`` reads without ParsedXact: the database
 #: (xl_xact_dbinfo, right after xinfo) and a flag with no data
 _PLAIN_XINFO = XACT_XINFO_HAS_DBINFO | XACT_XINFO_HAS_AE_LOCKS
-
-# storage/standbydefs.h
-XLOG_RUNNING_XACTS = 0x10
-
-# access/heapam_xlog.h
-XLOG_HEAP_OPMASK = 0x70
-XLOG_HEAP_INSERT = 0x00
-XLOG_HEAP_DELETE = 0x10
-XLOG_HEAP_UPDATE = 0x20
-XLOG_HEAP_TRUNCATE = 0x30
-XLOG_HEAP_HOT_UPDATE = 0x40
-XLOG_HEAP_CONFIRM = 0x50
-XLOG_HEAP_LOCK = 0x60
-XLOG_HEAP_INPLACE = 0x70
-XLOG_HEAP2_MULTI_INSERT = 0x50
-XLOG_HEAP2_NEW_CID = 0x70
-
-XLH_INSERT_LAST_IN_MULTI = 1 << 1
-XLH_INSERT_IS_SPECULATIVE = 1 << 2
-XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
-XLH_INSERT_ON_TOAST_RELATION = 1 << 4
-XLH_UPDATE_CONTAINS_OLD_TUPLE = 1 << 2
-XLH_UPDATE_CONTAINS_OLD_KEY = 1 << 3
-XLH_UPDATE_CONTAINS_NEW_TUPLE = 1 << 4
-XLH_UPDATE_CONTAINS_OLD = XLH_UPDATE_CONTAINS_OLD_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY
-XLH_DELETE_CONTAINS_OLD_TUPLE = 1 << 1
-XLH_DELETE_CONTAINS_OLD_KEY = 1 << 2
-XLH_DELETE_IS_SUPER = 1 << 3
-XLH_DELETE_CONTAINS_OLD = XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY
-XLH_TRUNCATE_CASCADE = 1 << 0
-XLH_TRUNCATE_RESTART_SEQS = 1 << 1
-
-SizeOfHeapInsert = 3
-SizeOfHeapUpdate = 14
-SizeOfHeapDelete = 8
-SizeOfHeapHeader = 5
-SizeOfMultiInsertTuple = 7
-SizeOfXactPrepare = 72  # MAXALIGN(sizeof(xl_xact_prepare))
 
 _u8 = struct.Struct("<B").unpack_from
 _u16 = struct.Struct("<H").unpack_from
@@ -176,104 +162,6 @@ _dbinfo = struct.Struct("<II").unpack_from  # xl_xact_dbinfo
 _origin = struct.Struct("<Qq").unpack_from  # xl_xact_origin
 
 
-class ParsedXact:
-    """xl_xact_parsed_commit / _abort / _prepare: what decode.c reads of them."""
-
-    __slots__ = ("xinfo", "xact_time", "db_id", "ts_id", "subxacts", "nmsgs", "twophase_xid",
-                 "twophase_gid", "origin_lsn", "origin_timestamp")
-
-    def __init__(self) -> None:
-        self.xinfo = 0
-        self.xact_time = 0
-        self.db_id = 0
-        self.ts_id = 0
-        self.subxacts: Tuple[int, ...] = ()
-        self.nmsgs = 0
-        self.twophase_xid = 0
-        self.twophase_gid = ""
-        self.origin_lsn = 0
-        self.origin_timestamp = 0
-
-
-def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -> ParsedXact:
-    """ParseCommitRecord / ParseAbortRecord (access/rmgrdesc/xactdesc.c)."""
-    p = ParsedXact()
-    try:
-        p.xact_time = _i64(data, 0)[0]
-        pos = 8
-        if info & XLOG_XACT_HAS_INFO:
-            p.xinfo = _u32(data, pos)[0]
-            pos += 4
-        xinfo = p.xinfo
-        if xinfo & XACT_XINFO_HAS_DBINFO:
-            p.db_id, p.ts_id = _dbinfo(data, pos)
-            pos += 8
-        if xinfo & XACT_XINFO_HAS_SUBXACTS:
-            n = _i32(data, pos)[0]
-            p.subxacts = struct.unpack_from(f"<{n}I", data, pos + 4)
-            pos += 4 + 4 * n
-        if xinfo & XACT_XINFO_HAS_RELFILELOCATORS:
-            n = _i32(data, pos)[0]
-            pos += 4 + 12 * n
-        if xinfo & XACT_XINFO_HAS_DROPPED_STATS:
-            n = _i32(data, pos)[0]
-            # xl_xact_stats_item: {int kind; Oid dboid; Oid objoid} until 17,
-            # {int kind; Oid dboid; uint32 objid_lo; uint32 objid_hi} from 18
-            pos += 4 + (16 if major >= 18 else 12) * n
-        if is_commit and xinfo & XACT_XINFO_HAS_INVALS:
-            n = _i32(data, pos)[0]
-            p.nmsgs = n
-            pos += 4 + 16 * n
-        if xinfo & XACT_XINFO_HAS_TWOPHASE:
-            p.twophase_xid = _u32(data, pos)[0]
-            pos += 4
-            if xinfo & XACT_XINFO_HAS_GID:
-                end = data.index(b"\0", pos)
-                p.twophase_gid = data[pos:end].decode("utf-8", "surrogateescape")
-                pos = end + 1
-        if xinfo & XACT_XINFO_HAS_ORIGIN:
-            p.origin_lsn, p.origin_timestamp = _origin(data, pos)
-    except (struct.error, ValueError) as err:
-        raise DecodingError(f"malformed transaction record: {err}") from None
-    return p
-
-
-def parse_prepare(data: bytes) -> ParsedXact:
-    """ParsePrepareRecord (xl_xact_prepare followed by gid and xid arrays)."""
-    p = ParsedXact()
-    try:
-        (_magic, _total_len, xid, database, prepared_at, _owner, nsubxacts, ncommitrels,
-         nabortrels, ncommitstats, nabortstats, ninvalmsgs, _initfileinval,
-         gidlen) = _prepare.unpack_from(data, 0)
-        p.origin_lsn, p.origin_timestamp = _origin(data, 56)
-        p.xact_time = prepared_at
-        p.twophase_xid = xid
-        p.db_id = database
-        pos = SizeOfXactPrepare
-        gid = data[pos : pos + gidlen]
-        nul = gid.find(b"\0")
-        if nul >= 0:
-            gid = gid[:nul]
-        p.twophase_gid = gid.decode("utf-8", "surrogateescape")
-        pos += _maxalign(gidlen)
-        p.subxacts = struct.unpack_from(f"<{nsubxacts}I", data, pos)
-        p.nmsgs = ninvalmsgs
-        del ncommitrels, nabortrels, ncommitstats, nabortstats
-    except struct.error as err:
-        raise DecodingError(f"malformed prepare record: {err}") from None
-    return p
-
-
-def _maxalign(n: int) -> int:
-    return (n + 7) & ~7
-
-
-#: SharedInvalidationMessage ids (storage/sinval.h): >= 0 catcache, then these
-SHAREDINVALCATALOG_ID = -1
-SHAREDINVALRELCACHE_ID = -2
-SizeOfSharedInvalidationMessage = 16
-
-
 def parse_invalidations(data: bytes, pos: int) -> Invalidations:
     """xl_xact_invals at ``pos``: the messages' count and the relcache ones' relids.
 
@@ -285,7 +173,7 @@ def parse_invalidations(data: bytes, pos: int) -> Invalidations:
         catcache = []
         base = pos + 4
         for i in range(nmsgs):
-            off = base + i * SizeOfSharedInvalidationMessage
+            off = base + i * SIZEOF_SHARED_INVALIDATION_MESSAGE
             msg_id = struct.unpack_from("<b", data, off)[0]
             if msg_id == SHAREDINVALRELCACHE_ID:
                 relids.append(_u32(data, off + 8)[0])
@@ -483,9 +371,9 @@ class LogicalDecoder:
         (whose layout depends on the major: the record's own is read in full).
         Same steps as ``xact_decode`` + ``decode_commit`` (which do no ProcessXid for
         a commit either); a malformed body fails as ``process_record`` makes it fail.
-        Measured (docs/performance.md, sixteenth pass): a commit that comes back as
-        a record object costs its page run's end, the walk's general path, the
-        object and the dispatch -- W1's 60,000 commits.
+        Why (docs/performance.md, sixteenth pass): a commit that comes back as a
+        record object costs its page run's end, the walk's general path, the object
+        and the dispatch, once per transaction.
         """
         if info & XLOG_XACT_OPMASK != XLOG_XACT_COMMIT or main_len < 8 or d[o + 24] != 255:
             return False
@@ -910,8 +798,5 @@ def tuple_header(tup: Optional[bytes]) -> Optional[Tuple[int, int, int]]:
 
 __all__ = [
     "LogicalDecoder",
-    "ParsedXact",
-    "parse_commit_or_abort",
-    "parse_prepare",
     "parse_running_xacts",
 ]

@@ -84,16 +84,6 @@ from .snapbuild import SnapBuild, SnapBuildState
 OUTPUT_PLUGIN_BINARY_OUTPUT = 0
 OUTPUT_PLUGIN_TEXTUAL_OUTPUT = 1
 
-# The row-offload protocol (``LogicalDecodingContext.row_offload``, not PostgreSQL's):
-# a plugin's fast lane sends a tuple as ``row_offload.send_row(code | kind, lsn, xid,
-# tuple bytes)``, ``code`` from ``row_offload.define(spec)``, ``kind`` one of these
-# (an update with old key sends the old key first, then the new tuple)
-OFFLOAD_INSERT = 1
-OFFLOAD_UPDATE = 2
-OFFLOAD_UPDATE_OLD = 3
-OFFLOAD_DELETE = 4
-OFFLOAD_OLD_KEY = 5
-
 
 class OutputPluginOptions:
     """OutputPluginOptions (output_plugin.h): what ``startup`` tells the context."""
@@ -306,7 +296,8 @@ class LogicalDecodingContext:
         self.cache_epoch = 0
         #: a process that prints the fast lanes' rows (adapters/format_worker.py; the
         #: command line sets it): a plugin may send it raw tuples instead of printing
-        #: them while rows reach ``row_offload.line_sink`` (the context's sink)
+        #: them while rows reach ``row_offload.line_sink`` (the context's sink); the
+        #: protocol is logical/_offload.py's
         self.row_offload: Any = None
         self._sink: RowSink = sink if sink is not None else self._append_row
         #: the end LSN of the last transaction whose output is complete (its COMMIT,
@@ -897,7 +888,7 @@ def _server_version_num(given: int, major: int, catalog: Any) -> int:
 
 def _xact_only_skip_table() -> bytes:
     """An ``iter_decoding`` skip table that lets only RM_XACT records through."""
-    from .decode import RM_XACT_ID
+    from ..wal.rmgr.names import RM_XACT_ID
 
     t = bytearray(b"\x01" * (256 * 16))
     t[RM_XACT_ID << 4:(RM_XACT_ID + 1) << 4] = bytes(16)
@@ -926,13 +917,13 @@ def scan_aborted(records: Iterable[Any]) -> Set[int]:
     top-level transaction's, which lists it) is in the WAL.  A rolled-back
     subtransaction (ROLLBACK TO SAVEPOINT) writes its own abort record.
     """
-    from .decode import (
-        RM_XACT_ID,
+    from ..wal.rmgr.layouts import (
         XLOG_XACT_ABORT,
         XLOG_XACT_ABORT_PREPARED,
         XLOG_XACT_OPMASK,
         parse_commit_or_abort,
     )
+    from ..wal.rmgr.names import RM_XACT_ID
 
     out: Set[int] = set()
     for rec in _xact_records(records):
@@ -958,12 +949,12 @@ def scan_aborted_prepared(records: Iterable[Any]) -> Set[int]:
     the peek ran, and PostgreSQL notices it at its first catalog scan
     (concurrent abort).  Only needed for two-phase decoding.
     """
-    from .decode import (
-        RM_XACT_ID,
+    from ..wal.rmgr.layouts import (
         XLOG_XACT_ABORT_PREPARED,
         XLOG_XACT_OPMASK,
         parse_commit_or_abort,
     )
+    from ..wal.rmgr.names import RM_XACT_ID
 
     out: Set[int] = set()
     for rec in _xact_records(records):

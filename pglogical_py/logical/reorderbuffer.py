@@ -125,19 +125,33 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from enum import IntEnum
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .._jit import not_inlined
 from ..errors import DecodingError, UnknownRelationError
 from ..lsn import InvalidTransactionId, format_lsn, xid_precedes
 from . import _memory, _releases, _toast
+
+# the CHANGE_* values are _changes.py's, re-exported here (``X as X``) for this module's
+# importers
+from ._changes import CHANGE_DELETE as CHANGE_DELETE
+from ._changes import CHANGE_INSERT as CHANGE_INSERT
+from ._changes import CHANGE_INTERNAL_COMMAND_ID as CHANGE_INTERNAL_COMMAND_ID
+from ._changes import CHANGE_INTERNAL_SNAPSHOT as CHANGE_INTERNAL_SNAPSHOT
+from ._changes import CHANGE_INTERNAL_SPEC_ABORT as CHANGE_INTERNAL_SPEC_ABORT
+from ._changes import CHANGE_INTERNAL_SPEC_CONFIRM as CHANGE_INTERNAL_SPEC_CONFIRM
+from ._changes import CHANGE_INTERNAL_SPEC_INSERT as CHANGE_INTERNAL_SPEC_INSERT
+from ._changes import CHANGE_INVALIDATION as CHANGE_INVALIDATION
+from ._changes import CHANGE_MESSAGE as CHANGE_MESSAGE
+from ._changes import CHANGE_TRUNCATE as CHANGE_TRUNCATE
+from ._changes import CHANGE_UPDATE as CHANGE_UPDATE
 from ._changes import (
     CHUNK_BYTES,
     F_CLEAR_TOAST,
     F_NEW,
     F_OLD,
     ChangeQueue,
+    ChangeType,
     ReorderBufferChange,
     pack_header,
 )
@@ -150,39 +164,6 @@ PACK_ABOVE_FRACTION = 8
 MAX_DISTR_INVAL_MSG_PER_TXN = (8 * 1024 * 1024) // 16
 PACK_ABOVE_MAX = 8 << 20
 
-
-class ChangeType(IntEnum):
-    """ReorderBufferChangeType (reorderbuffer.h); values as in PostgreSQL.
-
-    Users of the decoding facilities never see the INTERNAL_* actions.
-    """
-
-    INSERT = 0
-    UPDATE = 1
-    DELETE = 2
-    MESSAGE = 3
-    INVALIDATION = 4
-    INTERNAL_SNAPSHOT = 5
-    INTERNAL_COMMAND_ID = 6
-    INTERNAL_TUPLECID = 7
-    INTERNAL_SPEC_INSERT = 8
-    INTERNAL_SPEC_CONFIRM = 9
-    INTERNAL_SPEC_ABORT = 10
-    TRUNCATE = 11
-
-
-# plain ints on the hot path
-CHANGE_INSERT = 0
-CHANGE_UPDATE = 1
-CHANGE_DELETE = 2
-CHANGE_MESSAGE = 3
-CHANGE_INVALIDATION = 4
-CHANGE_INTERNAL_SNAPSHOT = 5
-CHANGE_INTERNAL_COMMAND_ID = 6
-CHANGE_INTERNAL_SPEC_INSERT = 8
-CHANGE_INTERNAL_SPEC_CONFIRM = 9
-CHANGE_INTERNAL_SPEC_ABORT = 10
-CHANGE_TRUNCATE = 11
 
 # ReorderBufferTXN.txn_flags (reorderbuffer.h)
 RBTXN_HAS_CATALOG_CHANGES = 0x0001

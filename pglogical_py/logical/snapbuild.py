@@ -87,7 +87,8 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import SnapshotBuildError
 from ..lsn import InvalidTransactionId, format_lsn, xid_follows, xid_precedes
-from .reorderbuffer import ReorderBuffer
+from ..wal.rmgr.layouts import XACT_XINFO_HAS_INVALS
+from .reorderbuffer import RBTXN_IS_PREPARED, RBTXN_SKIPPED_PREPARE, ReorderBuffer
 
 
 class SnapBuildState(IntEnum):
@@ -522,7 +523,7 @@ class SnapBuild:
         for txn in list(reorder.toplevel_by_lsn.values()):
             if not reorder.xid_has_base_snapshot(txn.xid):
                 continue
-            if txn.txn_flags & (_RBTXN_IS_PREPARED | _RBTXN_SKIPPED_PREPARE):
+            if txn.txn_flags & (RBTXN_IS_PREPARED | RBTXN_SKIPPED_PREPARE):
                 continue
             reorder.add_snapshot(txn.xid, lsn, snap)
             if distributes and txn.xid != xid:
@@ -625,14 +626,6 @@ class SnapBuild:
     def __repr__(self) -> str:
         return (f"SnapBuild({self.state.name}, xmin={self.xmin}, xmax={self.xmax}, "
                 f"start_decoding_at={format_lsn(self.start_decoding_at)})")
-
-
-# access/xact.h
-XACT_XINFO_HAS_INVALS = 1 << 3
-
-# reorderbuffer.h
-_RBTXN_IS_PREPARED = 0x0040
-_RBTXN_SKIPPED_PREPARE = 0x0080
 
 
 def _xid_advance(xid: int) -> int:

@@ -26,7 +26,8 @@ NOTES
     Speed: per relation, one "column printer" list is built once (quoted name, type
     name, output function).  Once every catalog look-up of a relation is cached
     (after its first change, and again after each invalidation), its changes take a
-    fast path: per tuple descriptor and null bitmap, ``_compile_row`` generates one
+    fast path: per tuple descriptor and null bitmap, ``_compile_row``
+    (``_test_decoding_rows.py``, the fast lane's module) generates one
     function from the WAL tuple bytes to the finished column text (deform, type
     output and quoting fused; integers through ``%d``, text-like values as their
     bytes, numeric and ISO dates through lookup tables and caches), and the row is
@@ -55,51 +56,47 @@ INVARIANTS
 from __future__ import annotations
 
 import struct
-import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .._jit import exec_generated, not_inlined
 from ..access.detoast import detoast_inline
-from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
-from ..catalog.relation import ALIGNMENT, Relation, TupleDesc
-from ..errors import DecodingError, UnknownTypeError, UsageError
-from ..logical.logical import (
+from ..access.heaptuple import deform_wal_tuple
+from ..catalog.relation import Relation, TupleDesc
+from ..catalog.snapshot import (
+    BITOID,
+    BOOLOID,
+    FLOAT4OID,
+    FLOAT8OID,
+    INT2OID,
+    INT4OID,
+    INT8OID,
+    NUMERICOID,
+    OIDOID,
+    TIMESTAMPTZOID,
+    VARBITOID,
+)
+from ..errors import UnknownTypeError, UsageError
+from ..logical._changes import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE, ReorderBufferChange
+from ..logical._offload import (
     OFFLOAD_DELETE,
     OFFLOAD_INSERT,
     OFFLOAD_OLD_KEY,
     OFFLOAD_UPDATE,
     OFFLOAD_UPDATE_OLD,
-    OUTPUT_PLUGIN_BINARY_OUTPUT,
-    OutputPluginOptions,
 )
-from ..logical.reorderbuffer import (
-    CHANGE_DELETE,
-    CHANGE_INSERT,
-    CHANGE_UPDATE,
-    ReorderBufferChange,
-    ReorderBufferTXN,
-)
+from ..logical.logical import OUTPUT_PLUGIN_BINARY_OUTPUT, OutputPluginOptions
+from ..logical.reorderbuffer import ReorderBufferTXN
 from ..types import OutputSettings, output_function
-from ..types.datetime import fast_iso_output
-from ..types.numeric import numeric_bytes
 from ..types.output import BUILTIN_INFO, catalog_dependent
-
-# catalog/pg_type_d.h
-BOOLOID = 16
-INT8OID = 20
-INT2OID = 21
-INT4OID = 23
-OIDOID = 26
-FLOAT4OID = 700
-FLOAT8OID = 701
-BITOID = 1560
-VARBITOID = 1562
-NUMERICOID = 1700
-TIMESTAMPTZOID = 1184
+from ._test_decoding_rows import (
+    _MALFORMED,
+    ColumnPrinter,
+    _FastRel,
+    _OffloadedRel,
+    row_printer,
+)
 
 _UNQUOTED = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
-
-_U32 = struct.Struct("<I").unpack_from
 
 _TRUE = ("t", "true", "y", "yes", "on", "1")
 _FALSE = ("f", "false", "n", "no", "off", "0")
@@ -144,10 +141,6 @@ class _TxnData:
     def __init__(self) -> None:
         self.xact_wrote_changes = False
         self.stream_wrote_changes = False
-
-
-#: (`` name[type]:`` prefix, type oid, value printer) of one column
-ColumnPrinter = Tuple[str, int, Callable[[Any], str]]
 
 
 class TestDecoding:
@@ -725,44 +718,15 @@ class TestDecoding:
 
     def _row_printer(self, relation: Any, cols: List[Optional[ColumnPrinter]],
                      skip_nulls: bool) -> Callable[[bytes], bytes]:
-        """WAL tuple bytes -> tuple_to_stringinfo bytes: fused per null pattern."""
+        """WAL tuple bytes -> tuple_to_stringinfo bytes: fused per null pattern
+        (``_test_decoding_rows.row_printer``), this plugin's general path behind it."""
         tupdesc = relation.tupdesc
 
         def slow(t: bytes) -> bytes:
             text = self._tuple_to_str(relation, deform_wal_tuple(tupdesc, t), skip_nulls)
             return text.encode("utf-8", "surrogateescape")
 
-        attrs = tupdesc.attrs
-        if len(attrs) > _MAX_FUSED_ATTS or not attrs:
-            return slow
-        fast_out: Dict[int, Callable[[int], bytes]] = {}
-        for col in cols:
-            if col is not None and col[1] in (DATEOID, TIMESTAMPOID, TIMESTAMPTZOID):
-                fn = fast_iso_output(col[1], self.settings)
-                if fn is not None:
-                    fast_out[col[1]] = fn
-        variants: Dict[Any, Callable[[bytes], bytes]] = {}
-        natts = len(attrs)
-        nb = (natts + 7) >> 3
-
-        def by_nulls(t: bytes) -> bytes:
-            if (t[0] | (t[1] << 8)) & 0x7FF != natts:
-                return slow(t)  # missing attributes: the bitmap is shorter
-            # the bitmap: its byte when there is one (an int key, no slice), else bytes
-            key: Any = t[5] if nb == 1 else t[5:5 + nb]
-            fn = variants.get(key)
-            if fn is None:
-                if len(variants) >= _MAX_VARIANTS:
-                    return slow(t)
-                bitmap = t[5:5 + nb]
-                fn = _compile_row(attrs, cols, skip_nulls, bitmap, fast_out, slow, by_nulls)
-                if fn is None:
-                    fn = slow
-                variants[key] = fn
-            return fn(t)
-
-        fn0 = _compile_row(attrs, cols, skip_nulls, None, fast_out, slow, by_nulls)
-        return fn0 if fn0 is not None else slow
+        return row_printer(tupdesc.attrs, cols, skip_nulls, self.settings, slow)
 
     def truncate(self, ctx: Any, txn: ReorderBufferTXN, relations: Sequence[Any],
                  change: ReorderBufferChange) -> None:
@@ -933,301 +897,6 @@ class TestDecoding:
                 prefix, len(message))
             ctx.out += message
         ctx.write(True)
-
-
-class _FastRel:
-    """What ``change`` needs of a warm relation: the row heads and the fused printers."""
-
-    __slots__ = ("ins", "upd", "upd_old", "dele", "new", "old")
-
-    def __init__(self, ins: bytes, upd: bytes, upd_old: bytes, dele: bytes,
-                 new: Callable[[bytes], bytes], old: Callable[[bytes], bytes]) -> None:
-        self.ins = ins
-        self.upd = upd
-        self.upd_old = upd_old
-        self.dele = dele
-        self.new = new
-        self.old = old
-
-
-class _OffloadedRel:
-    """A format worker's printers for one relation (``TestDecoding.rows_from_spec``)."""
-
-    __slots__ = ("plugin", "relation", "ins", "upd", "upd_old", "dele", "new", "old")
-
-    def __init__(self, plugin: TestDecoding, relation: Any, heads: Tuple[bytes, ...],
-                 new: Callable[[bytes], bytes], old: Callable[[bytes], bytes]) -> None:
-        self.plugin = plugin
-        self.relation = relation
-        self.ins, self.upd, self.upd_old, self.dele = heads
-        self.new = new
-        self.old = old
-
-    def print_new(self, t: bytes, lsn: int, xid: int) -> bytes:
-        """A new tuple's text (``change``'s fast path, then its general path)."""
-        try:
-            return self.new(t)
-        except _MALFORMED:
-            return self._general(t, False, lsn, xid)
-
-    def print_old(self, t: bytes, lsn: int, xid: int) -> bytes:
-        """An old key's text (NULLs skipped)."""
-        try:
-            return self.old(t)
-        except _MALFORMED:
-            return self._general(t, True, lsn, xid)
-
-    def _general(self, t: bytes, skip_nulls: bool, lsn: int, xid: int) -> bytes:
-        """What ``_change_general`` prints for a tuple the fused printer could not
-        read: the deformer's error (with this change's LSN and xid) or the text."""
-        try:
-            values = deform_wal_tuple(self.relation.tupdesc, t)
-        except DecodingError as err:
-            if err.lsn is not None:
-                raise
-            raise type(err)(err.message, lsn=lsn, xid=xid) from None
-        text = self.plugin._tuple_to_str(self.relation, values, skip_nulls)
-        return text.encode("utf-8", "surrogateescape")
-
-
-#: what a fused row printer raises on a malformed tuple (the general path then
-#: raises the deformer's DecodingError for it)
-_MALFORMED = (IndexError, KeyError, ValueError, struct.error)
-
-DATEOID = 1082
-TIMESTAMPOID = 1114
-#: textout, varcharout, bpcharout, json_out: the value's bytes are its text
-_TEXT_LIKE = frozenset((25, 1043, 1042, 114))
-#: fixed-width types printed from a ``struct`` code: (code, attlen)
-_STRUCT_TYPES = {INT2OID: ("h", 2), INT4OID: ("i", 4), INT8OID: ("q", 8), OIDOID: ("I", 4),
-                 DATEOID: ("i", 4), TIMESTAMPOID: ("q", 8), TIMESTAMPTZOID: ("q", 8)}
-#: build rows with ``+`` chains (PyPy's JIT fuses them) rather than one ``%`` format
-#: (CPython's fastest): measured per W2 row, see docs/performance.md
-_CONCAT = sys.implementation.name == "pypy"  # (not platform: 15 ms of import on PyPy)
-#: wider descriptors keep the generic deformer (long straight-line functions exceed
-#: PyPy's trace limits, see access/heaptuple.py)
-_MAX_FUSED_ATTS = 64
-#: null-bitmap patterns compiled per relation; further ones take the generic path
-_MAX_VARIANTS = 64
-
-
-def _compile_row(attrs: Sequence[Any], cols: List[Optional[ColumnPrinter]], skip_nulls: bool,
-                 nullmap: Optional[bytes], fast_out: Dict[int, Callable[[int], bytes]],
-                 slow: Callable[[bytes], bytes],
-                 by_nulls: Callable[[bytes], bytes]) -> Optional[Callable[[bytes], bytes]]:
-    """DecodeXLogTuple + heap_deform_tuple + tuple_to_stringinfo fused into one
-    straight-line function of the WAL tuple bytes (``xl_heap_header`` first), for one
-    descriptor and one null bitmap (``nullmap``; None: no HEAP_HASNULL).
-
-    Everything known per descriptor becomes a literal: the expected ``t_hoff`` and
-    natts, the offsets of the attributes before the first varlena (one ``struct``
-    call reads them), alignments, the `` name[type]:`` prefixes and quotes (one
-    ``%`` format writes the row), NULLs.  Integers print through ``%d``, text-like
-    values are their bytes with quotes doubled, numeric and ISO dates through
-    bytes tables; other types call their value printer.  The function hands the
-    tuple to ``slow`` (the generic deformer and printers) when it does not fit:
-    another t_hoff or natts (missing attributes), a compressed or external
-    varlena in a text column.  None when the descriptor has an attribute it does
-    not handle (attlen -2 or 0).
-    """
-    natts = len(attrs)
-    if nullmap is None:
-        hoff = 24  # MAXALIGN(SizeofHeapTupleHeader)
-    else:
-        hoff = (23 + len(nullmap) + 7) & -8
-    base = hoff - 18  # attribute data: 5-byte xl_heap_header + (t_hoff - 23)
-    ns: Dict[str, Any] = {"SLOW": slow, "NV": by_nulls, "U32": _U32, "EXT": EXTERNAL_SIZE,
-                          "NUM": numeric_bytes, "Q": b"'", "QQ": b"''"}
-    body: List[str] = []
-    emit = body.append
-    fmt: List[Tuple[bytes, bytes]] = []  # (literal text, % placeholder)
-    args: List[str] = []
-    const: Optional[int] = 0  # offset relative to the data while still constant
-    run: List[Tuple[str, int, str]] = []  # (struct code, relative offset, variable)
-
-    def flush_run() -> None:
-        if not run:
-            return
-        codes = []
-        pos = run[0][1]
-        for code, off, _var in run:
-            if off > pos:
-                codes.append("%dx" % (off - pos))
-            codes.append(code)
-            pos = off + struct.calcsize("<" + code)
-        name = "S%d" % len(ns)
-        ns[name] = struct.Struct("<" + "".join(codes)).unpack_from
-        names = ", ".join(v for _c, _o, v in run)
-        emit("    %s, = %s(t, %d)" % (names, name, base + run[0][1]))
-        del run[:]
-
-    def align(a: int) -> None:
-        if a > 1:
-            emit("    o = ((o + %d) & %d) + %d" % (a - 1 - base, -a, base))
-
-    def varlena_len(a: int) -> None:
-        emit("    b = t[o]")
-        emit("    if b & 1:")
-        emit("        n = (b >> 1) if b != 1 else EXT[t[o + 1]]")
-        emit("    else:")
-        if a > 1:
-            emit("        if not b:")
-            emit("            o = ((o + %d) & %d) + %d" % (a - 1 - base, -a, base))
-        emit("        n = U32(t, o)[0] >> 2")
-
-    for i, att in enumerate(attrs):
-        col = cols[i]
-        attlen = att.attlen
-        a = ALIGNMENT[att.attalign]
-        if nullmap is not None and not nullmap[i >> 3] & (1 << (i & 7)):
-            if col is not None and not skip_nulls:
-                fmt.append((col[0].encode("utf-8", "surrogateescape") + b"null", b""))
-            continue
-        if attlen <= 0 and attlen != -1:
-            return None
-        v = "v%d" % i
-        prefix = b"" if col is None else col[0].encode("utf-8", "surrogateescape")
-        typid = -1 if col is None else col[1]
-        if attlen > 0:
-            st = _STRUCT_TYPES.get(typid)
-            if st is not None and st[1] != attlen:
-                st = None
-            if typid in (DATEOID, TIMESTAMPOID, TIMESTAMPTZOID) and typid not in fast_out:
-                st = None
-            if const is not None:
-                c = (const + a - 1) & -a
-                const = c + attlen
-                if st is not None:
-                    run.append((st[0], c, v))
-                    pos = ""
-                else:
-                    pos = str(base + c)
-            else:
-                align(a)
-                pos = "o"
-                if st is not None:
-                    ns["I" + st[0]] = struct.Struct("<" + st[0]).unpack_from
-                    emit("    %s = I%s(t, o)[0]" % (v, st[0]))
-            if col is None:
-                pass
-            elif st is not None:
-                if typid in fast_out:
-                    ns["D%d" % i] = fast_out[typid]
-                    fmt.append((prefix, b"'%s'"))
-                    args.append("D%d(%s)" % (i, v))
-                else:
-                    fmt.append((prefix, b"%d"))
-                    args.append(v)
-            elif typid == BOOLOID and attlen == 1:
-                fmt.append((prefix, b"%s"))
-                emit("    %s = b'true' if t[%s] else b'false'" % (v, pos))
-                args.append(v)
-            else:
-                ns["PV%d" % i] = col[2]
-                fmt.append((prefix, b"%s"))
-                emit("    %s = PV%d(t[%s:%s + %d]).encode('utf-8', 'surrogateescape')"
-                     % (v, i, pos, pos, attlen))
-                args.append(v)
-            if const is None:
-                emit("    o += %d" % attlen)
-            continue
-        # varlena
-        flush_run()
-        if const is not None:
-            emit("    o = %d" % (base + const))
-            const = None
-        if col is not None and typid in _TEXT_LIKE:
-            emit("    b = t[o]")
-            emit("    if b & 1:")
-            emit("        if b == 1:")
-            emit("            return SLOW(t)")
-            emit("        n = b >> 1")
-            emit("        %s = t[o + 1:o + n].replace(Q, QQ)" % v)
-            emit("    else:")
-            if a > 1:
-                emit("        if not b:")
-                emit("            o = ((o + %d) & %d) + %d" % (a - 1 - base, -a, base))
-            emit("        if t[o] & 3:")
-            emit("            return SLOW(t)")
-            emit("        n = U32(t, o)[0] >> 2")
-            emit("        %s = t[o + 4:o + n].replace(Q, QQ)" % v)
-            # a NUL ends the C string textout returns: the general path cuts it there
-            # (``0 in``: memchr; ``b"\0" in`` first fails an int conversion, an
-            # exception raised and cleared per row on CPython)
-            emit("    if 0 in %s:" % v)
-            emit("        return SLOW(t)")
-            emit("    o += n")
-            fmt.append((prefix, b"'%s'"))
-            args.append(v)
-        elif col is not None and typid == NUMERICOID:
-            emit("    b = t[o]")
-            emit("    if b & 1 and b != 1:")
-            emit("        n = b >> 1")
-            emit("        %s = NUM(t[o + 1:o + n])" % v)
-            emit("    else:")
-            ns["PV%d" % i] = col[2]
-            emit("        if b == 1:")
-            emit("            n = EXT[t[o + 1]]")
-            emit("        else:")
-            if a > 1:
-                emit("            if not b:")
-                emit("                o = ((o + %d) & %d) + %d" % (a - 1 - base, -a, base))
-            emit("            n = U32(t, o)[0] >> 2")
-            emit("        %s = PV%d(t[o:o + n]).encode('utf-8', 'surrogateescape')" % (v, i))
-            emit("    o += n")
-            fmt.append((prefix, b"%s"))
-            args.append(v)
-        else:
-            varlena_len(a)
-            if col is not None:
-                ns["PV%d" % i] = col[2]
-                emit("    %s = PV%d(t[o:o + n]).encode('utf-8', 'surrogateescape')" % (v, i))
-                fmt.append((prefix, b"%s"))
-                args.append(v)
-            emit("    o += n")
-    flush_run()
-    lines = ["def row(t):"]
-    if nullmap is None:
-        lines.append("    if t[2] & 1:")
-        lines.append("        return NV(t)")
-    lines.append("    if t[4] != %d or (t[0] | (t[1] << 8)) & 2047 != %d:" % (hoff, natts))
-    lines.append("        return SLOW(t)")
-    lines.extend(body)
-    if const is not None:
-        lines.append("    if len(t) < %d:" % (base + const))
-    else:
-        lines.append("    if len(t) < o:")
-    lines.append("        raise IndexError")
-    if not args:
-        ns["FMT"] = b"".join(lit for lit, _ph in fmt)
-        lines.append("    return FMT")
-    elif not _CONCAT:
-        ns["FMT"] = b"".join(lit.replace(b"%", b"%%") + ph for lit, ph in fmt)
-        lines.append("    return FMT %% (%s,)" % ", ".join(args))
-    else:
-        # PyPy: a chain of + is one string builder to its JIT, %-formatting is not
-        pieces: List[str] = []
-        lit_acc = b""
-        it = iter(args)
-        for lit, ph in fmt:
-            lit_acc += lit
-            if not ph:
-                continue
-            arg = next(it)
-            if ph == b"'%s'":
-                lit_acc += b"'"
-            if lit_acc:
-                pieces.append("L%d" % len(ns))
-                ns[pieces[-1]] = lit_acc
-            pieces.append("str(%s).encode()" % arg if ph == b"%d" else arg)
-            lit_acc = b"'" if ph == b"'%s'" else b""
-        if lit_acc:
-            pieces.append("L%d" % len(ns))
-            ns[pieces[-1]] = lit_acc
-        lines.append("    return " + " + ".join(pieces))
-    src = "\n".join(lines) + "\n"
-    fn: Callable[[bytes], bytes] = exec_generated(src, "<tuple_to_stringinfo row>", ns)["row"]
-    return fn
 
 
 def _no_quote(text: str) -> str:

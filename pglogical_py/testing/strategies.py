@@ -49,7 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ..lsn import FirstNormalTransactionId
-from ..wal.rmgr.heap import XLHL_KEYS_UPDATED
+from ..wal.rmgr.layouts import XLHL_KEYS_UPDATED
 from .walbuilder import (
     RM_HEAP_ID,
     RM_STANDBY_ID,

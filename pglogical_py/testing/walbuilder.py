@@ -56,24 +56,23 @@ from ..wal.bufpage import HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID
 from ..wal.crc32c import crc32c
 from ..wal.records import BKPIMAGE_APPLY
 from ..wal.rmgr.common import DEFAULTTABLESPACE_OID, maxalign
-from ..wal.rmgr.heap import (
+from ..wal.rmgr.layouts import (
+    XACT_XINFO_HAS_DBINFO,
+    XACT_XINFO_HAS_SUBXACTS,
     XLH_DELETE_CONTAINS_OLD_KEY,
     XLH_INSERT_CONTAINS_NEW_TUPLE,
     XLOG_HEAP_DELETE,
     XLOG_HEAP_INIT_PAGE,
     XLOG_HEAP_INSERT,
-)
-from ..wal.rmgr.names import RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
-from ..wal.rmgr.standby import XLOG_RUNNING_XACTS
-from ..wal.rmgr.xact import (
-    XACT_XINFO_HAS_DBINFO,
-    XACT_XINFO_HAS_SUBXACTS,
+    XLOG_NOOP,
+    XLOG_RUNNING_XACTS,
+    XLOG_SWITCH,
     XLOG_XACT_ABORT,
     XLOG_XACT_ASSIGNMENT,
     XLOG_XACT_COMMIT,
     XLOG_XACT_HAS_INFO,
 )
-from ..wal.rmgr.xlog import XLOG_NOOP, XLOG_SWITCH
+from ..wal.rmgr.names import RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
 from ..wal.xlogreader import (
     XLOG_PAGE_MAGIC,
     SizeOfXLogLongPHD,

@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from pglogical_py.errors import UnknownTypeError
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, TypeInfo, register
+from pglogical_py.types._fmgr import OutputFn, TypeInfo, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
 _HDR = 4  # the stripped vl_len_

@@ -32,11 +32,14 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from pglogical_py.errors import UsageError
+from pglogical_py.types._fmgr import OutputFn, register
 from pglogical_py.types._tz import load_zone
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 USECS_PER_DAY = 86400000000
 POSTGRES_EPOCH_JDATE = 2451545
@@ -473,7 +476,7 @@ def fast_iso_output(typoid: int, s: OutputSettings) -> Optional[Callable[[int], 
     for timestamptz the zone's ``+hh``) are cached per day / minute, the seconds and
     the fraction (milliseconds, then microseconds, trailing zeros cut) come from
     tables, so a value costs two ``divmod``, one dict look-up and a few concatenations,
-    no ``%`` (W1's ``mtime``: 48 -> 16 ns a value on PyPy).
+    no ``%``.
     """
     style, _order = parse_datestyle(s.datestyle)
     if style != STYLE_ISO:

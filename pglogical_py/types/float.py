@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _F8 = struct.Struct("<d").unpack
 _F4 = struct.Struct("<f").unpack

@@ -16,10 +16,13 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
+from pglogical_py.types._fmgr import OutputFn, register
 from pglogical_py.types.float import _float8
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _F8 = struct.Struct("<d")
 

@@ -25,10 +25,13 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import List
+from typing import TYPE_CHECKING, List
 
+from pglogical_py.types._fmgr import OutputFn, register
 from pglogical_py.types.numeric import numeric_text
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _ESC = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r",
         0x09: "\\t"}

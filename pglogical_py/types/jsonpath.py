@@ -20,12 +20,15 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import List
+from typing import TYPE_CHECKING, List
 
 from pglogical_py.errors import UnknownTypeError
+from pglogical_py.types._fmgr import OutputFn, register
 from pglogical_py.types.jsonb import escape_json
 from pglogical_py.types.numeric import numeric_text
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 (NULL, STRING, NUMERIC, BOOL, AND, OR, NOT, ISUNKNOWN, EQ, NE, LT, GT, LE, GE, ADD, SUB,
  MUL, DIV, MOD, PLUS, MINUS, ANYARRAY, ANYKEY, INDEXARRAY, ANY, KEY, CURRENT, ROOT,

@@ -20,9 +20,13 @@ NOTES
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from pglogical_py.errors import UnknownTypeError
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _I2 = struct.Struct("<h").unpack
 _I4 = struct.Struct("<i").unpack

@@ -16,7 +16,12 @@ NOTES
 
 from __future__ import annotations
 
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from typing import TYPE_CHECKING
+
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 
 def _ntop4(a: bytes, bits: int) -> str:

@@ -32,9 +32,12 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 #: base-10000 digit groups as numeric_out prints them after the first: 4 digits each
 #: (both tables formatted by one ``%`` and split: a loop of 10,000 formats ran ~4 ms

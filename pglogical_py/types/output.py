@@ -3,7 +3,8 @@
 Mirrors: ``getTypeOutputInfo`` / ``OidOutputFunctionCall`` as test_decoding uses them
 (``print_literal`` calls the column type's ``typoutput``).  PostgreSQL routes by the
 ``typoutput`` proc of the type; so do we: every type module registers a *builder* under
-its PostgreSQL function name (``int4out``, ``numeric_out``, ``array_out``, ...), and
+its PostgreSQL function name (``int4out``, ``numeric_out``, ``array_out``, ...; the
+table is ``_fmgr.BUILDERS``, apart so that the type modules never import this one), and
 :func:`output_function` looks the type's ``typoutput`` up, first in the generated
 built-in table (:mod:`pglogical_py.types._builtin`), then through the optional
 :class:`TypeCatalog` hook.
@@ -34,13 +35,16 @@ INVARIANTS
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Protocol, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Tuple
 
 from pglogical_py.errors import CatalogError, UnknownTypeError, UsageError
 from pglogical_py.types._builtin import BUILTIN_TYPES
-
-OutputFn = Callable[[bytes], str]
+from pglogical_py.types._fmgr import BUILDERS as BUILDERS
+from pglogical_py.types._fmgr import Builder as Builder
+from pglogical_py.types._fmgr import OutputFn as OutputFn
+from pglogical_py.types._fmgr import TypeInfo as TypeInfo
+from pglogical_py.types._fmgr import register as register
 
 
 @dataclass(frozen=True)
@@ -88,32 +92,6 @@ class OutputSettings:
         from pglogical_py.types.datetime import parse_datestyle
 
         parse_datestyle(self.datestyle)
-
-
-@dataclass(frozen=True)
-class TypeInfo:
-    """What PostgreSQL's ``pg_type`` (plus pg_enum / pg_range / pg_attribute) says of a type.
-
-    ``attributes`` (composites only): ``(attname, atttypid, attisdropped[, attlen,
-    attalign])`` in attnum order; attlen / attalign let a dropped column's stored bytes
-    be skipped.  ``enum_labels``: ``pg_enum.oid -> enumlabel`` (labels added later included).
-    """
-
-    oid: int
-    typname: str
-    typtype: str  # b(ase) c(omposite) d(omain) e(num) p(seudo) r(ange) m(ultirange)
-    typlen: int
-    typbyval: bool
-    typalign: str
-    typelem: int = 0
-    typdelim: str = ","
-    typbasetype: int = 0
-    typrelid: int = 0
-    rngsubtype: int = 0
-    rngtypid: int = 0  # for a multirange: its range type
-    typoutput: str = ""
-    enum_labels: Mapping[int, str] = field(default_factory=dict)
-    attributes: Tuple[Tuple[Any, ...], ...] = ()
 
 
 class TypeCatalog(Protocol):
@@ -274,21 +252,6 @@ class Resolver:
 
     def output(self, typoid: int) -> OutputFn:
         return output_function(typoid, self.settings, self.catalog)
-
-
-Builder = Callable[[int, OutputSettings, Resolver], OutputFn]
-BUILDERS: Dict[str, Builder] = {}
-
-
-def register(*names: str) -> Callable[[Builder], Builder]:
-    """Register a builder under PostgreSQL output-function names (``typoutput``)."""
-
-    def deco(fn: Builder) -> Builder:
-        for n in names:
-            BUILDERS[n] = fn
-        return fn
-
-    return deco
 
 
 _CACHE: Dict[Tuple[int, OutputSettings], OutputFn] = {}

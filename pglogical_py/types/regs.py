@@ -53,10 +53,13 @@ INVARIANTS
 from __future__ import annotations
 
 import struct
-from typing import Any, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Tuple
 
 from pglogical_py.errors import CatalogError, UnknownTypeError
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 #: ACL_ALL_RIGHTS_STR (utils/acl.h): 15/16, and 17+ (ACL_MAINTAIN 'm')
 ACL_ALL_RIGHTS_STR_15 = "arwdDxtXUCTcsA"

@@ -25,9 +25,12 @@ NOTES
 from __future__ import annotations
 
 import struct
-from typing import List, Tuple
+from typing import TYPE_CHECKING, List, Tuple
 
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 _WEIGHT = ("", "C", "B", "A")
 _PRIORITY = {1: 4, 2: 2, 3: 1, 4: 3}

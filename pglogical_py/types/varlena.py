@@ -24,9 +24,12 @@ NOTES
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-from pglogical_py.types.output import OutputFn, OutputSettings, Resolver, register
+from pglogical_py.types._fmgr import OutputFn, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pglogical_py.types.output import OutputSettings, Resolver
 
 
 @register("textout", "varcharout", "bpcharout", "json_out", "pg_node_tree_out")

@@ -42,9 +42,8 @@ NOTES
     starts from a register that ``-n % 8`` zero bytes turn into INIT_CRC32C and
     masks the bytes before the body, so every step is a whole 8-byte step (under
     PyPy each tail length was its own loop exit, compiled into its own bridge).
-    Measured under PyPy on the records of a bulk-insert
-    WAL (600k records of ~80 bytes): 0.21 s with the former eight tuples and
-    byte indexing on two slices per record, 0.10 s with this.  Slower under PyPy:
+    Under PyPy this runs in half the time of the former eight tuples and byte
+    indexing on two slices per record (docs/performance.md).  Slower under PyPy:
     ``struct.unpack_from('<Q')`` and ``int.from_bytes`` of 8 bytes (values >= 2**63
     leave the machine-int fast path, about 50 MB/s), eight separate lists or
     ``array('I')`` tables, and slicing-by-16 (no gain on 8 kB inputs, a loss on

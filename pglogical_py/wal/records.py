@@ -3,7 +3,9 @@
 Mirrors: ``DecodedXLogRecord`` / ``DecodedBkpBlock`` of src/include/access/xlogreader.h
 and the ``XLogRecGet*`` accessors (``XLogRecGetLen``, ``XLogRecGetBlockTagExtended``,
 ``XLogRecGetBlockData``, ``XLogRecHasBlockImage``, ``XLogRecBlockImageApply``) for
-PostgreSQL 15..18 (the record layout is the same in all four).
+PostgreSQL 15..18 (the record layout is the same in all four), the record layout of
+src/include/access/xlogrecord.h, and xlogreader.c's ``DecodeXLogRecord``
+(``_decode_record``), which fills them.
 
 NOTES
     These objects are made on the decoding hot path -- millions of them -- so they
@@ -41,6 +43,11 @@ NOTES
     where the main data begins.  No shape has an image, an origin or a top-level-xid
     block.
 
+    DecodeXLogRecord lives here, beside the record it fills, rather than in
+    ``xlogreader.py``: the reader calls it on every record it builds, and
+    ``XLogRecord.blocks`` calls it again for a record left undecoded, so both import
+    it from here and this module imports nothing of the reader.
+
     Holes in the block-id space.  PostgreSQL keeps ``blocks[0..max_block_id]`` with an
     ``in_use`` flag; here ``blocks`` holds only the references in use, in increasing
     ``block_id`` order, and ``block(block_id)`` finds one by id.
@@ -55,7 +62,12 @@ INVARIANTS
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import struct
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..errors import WalParseError
+from ..lsn import format_lsn
+from .rmgr.names import rmgr_name
 
 __all__ = [
     "XLogRecord",
@@ -102,33 +114,21 @@ BLCKSZ = 8192
 #: common/relpath.c forkNames
 FORK_NAMES = ("main", "fsm", "vm", "init")
 
-# rmgrlist.h names as pg_waldump prints them; used only until/unless
-# pglogical_py.wal.rmgr.names is importable.
-_FALLBACK_RMGR_NAMES = (
-    "XLOG",
-    "Transaction",
-    "Storage",
-    "CLOG",
-    "Database",
-    "Tablespace",
-    "MultiXact",
-    "RelMap",
-    "Standby",
-    "Heap2",
-    "Heap",
-    "Btree",
-    "Hash",
-    "Gin",
-    "Gist",
-    "Sequence",
-    "SPGist",
-    "BRIN",
-    "CommitTs",
-    "ReplicationOrigin",
-    "Generic",
-    "LogicalMessage",
-)
+# access/xlogrecord.h: the record header and the fragment headers' block ids
+SizeOfXLogRecord = 24
+XLR_MAX_BLOCK_ID = 32
+XLR_BLOCK_ID_DATA_SHORT = 255
+XLR_BLOCK_ID_DATA_LONG = 254
+XLR_BLOCK_ID_ORIGIN = 253
+XLR_BLOCK_ID_TOPLEVEL_XID = 252
 
+# fragment headers, little-endian as in every supported build
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
+_BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
+_IMG_HDR = struct.Struct("<HHB")  # bimg_len, hole_offset, bimg_info
+_RLOC_BLK = struct.Struct("<IIII")  # spcOid, dbOid, relNumber, blkno
+_BLK0 = struct.Struct("<BHIIII")  # fork_flags, data_length, RelFileLocator, blkno
 
 class BlockRef:
     """One block reference of a record: DecodedBkpBlock (access/xlogreader.h).
@@ -440,6 +440,193 @@ class XLogRecord:
         )
 
 
+# -- DecodeXLogRecord (xlogreader.c): the fragment headers of a record's bytes --
+
+def _parse_error(msg: str, lsn: int, name: str) -> WalParseError:
+    """DecodeXLogRecord's ``report_invalid_record``: ``msg`` at the record's LSN, in its
+    file (shared by ``_decode_record`` and ``_skim_record``, which check the same
+    headers with the same messages)."""
+    return WalParseError(f"{msg} at {format_lsn(lsn)}", lsn=lsn, file=name)
+
+
+def _decode_record(
+    raw: bytes,
+    tot_len: int,
+    lsn: int,
+    name: str,
+    lazy: bool = False,
+    _BlockRef: type = BlockRef,
+    _blk_hdr: object = _BLK_HDR.unpack_from,
+    _img_hdr: object = _IMG_HDR.unpack_from,
+    _rloc_blk: object = _RLOC_BLK.unpack_from,
+    _u32: object = _U32.unpack_from,
+    _u16: object = _U16.unpack_from,
+    _blk0: object = _BLK0.unpack_from,
+) -> Tuple[Optional[List[BlockRef]], int, int, int, int]:
+    """DecodeXLogRecord: walk the fragment headers and check the lengths add up.
+
+    Returns (blocks, main_off, main_len, origin, toplevel_xid).  Raises WalParseError
+    with PostgreSQL's messages.  With ``lazy`` the two fast paths return None for
+    blocks: ``XLogRecord.blocks`` calls this again without it.
+    """
+    # Fast paths for the two commonest shapes, taking exactly the decisions the
+    # general loop below would take: only short main data (commit, running_xacts,
+    # ...), and one block reference #0 with its RelFileLocator, no image, then
+    # optional short main data (heap and btree changes).
+    if tot_len > 25:
+        first = raw[24]
+        if first == 255:
+            if raw[25] + 26 == tot_len:
+                return None if lazy else [], 26, tot_len - 26, 0, 0
+        elif first == 0 and tot_len >= 44 and not (raw[25] & 0x90):
+            if lazy:
+                fork_flags, data_len = _blk_hdr(raw, 25)  # type: ignore[operator]
+                if (data_len != 0) == ((fork_flags & 0x20) != 0):
+                    rest = tot_len - 44 - data_len
+                    if rest == 0:
+                        return None, 44 + data_len, 0, 0, 0
+                    if rest > 1 and raw[44] == 255 and raw[45] == rest - 2:
+                        return None, 46 + data_len, rest - 2, 0, 0
+            fork_flags, data_len, spc, db, rel, blkno = _blk0(raw, 25)  # type: ignore[operator]
+            if (data_len != 0) == ((fork_flags & 0x20) != 0):
+                rest = tot_len - 44 - data_len
+                if rest == 0 or (rest > 1 and raw[44] == 255 and raw[45] == rest - 2):
+                    b = _BlockRef(
+                        0, fork_flags, spc, db, rel, blkno, data_len, 0, 0, 0, 0, raw, lsn, name
+                    )
+                    if rest == 0:
+                        b._data_off = 44
+                        return [b], 44 + data_len, 0, 0, 0
+                    b._data_off = 46
+                    return [b], 46 + data_len, rest - 2, 0, 0
+    elif tot_len == SizeOfXLogRecord:
+        return [], SizeOfXLogRecord, 0, 0, 0
+    blk_hdr = _blk_hdr
+    pos = SizeOfXLogRecord
+    datatotal = 0
+    main_len = 0
+    origin = 0
+    toplevel = 0
+    blocks: List[BlockRef] = []
+    max_id = -1
+    spc = db = rel = 0
+    have_rel = False
+    try:
+        while tot_len - pos > datatotal:
+            bid = raw[pos]
+            if bid == 255:  # XLR_BLOCK_ID_DATA_SHORT
+                main_len = raw[pos + 1]
+                pos += 2
+                datatotal += main_len
+                break
+            elif bid <= XLR_MAX_BLOCK_ID:
+                if bid <= max_id:
+                    raise _parse_error(f"out-of-order block_id {bid}", lsn, name)
+                max_id = bid
+                fork_flags, data_len = blk_hdr(raw, pos + 1)  # type: ignore[operator]
+                pos += 4
+                if fork_flags & 0x20:
+                    if data_len == 0:
+                        raise _parse_error(
+                            "BKPBLOCK_HAS_DATA set, but no data included", lsn, name)
+                elif data_len != 0:
+                    raise _parse_error(
+                        f"BKPBLOCK_HAS_DATA not set, but data length is {data_len}", lsn, name)
+                datatotal += data_len
+                if fork_flags & 0x10:
+                    bimg_len, hole_offset, bimg_info = _img_hdr(raw, pos)  # type: ignore[operator]
+                    pos += 5
+                    if bimg_info & 0x1C:  # BKPIMAGE_COMPRESSED
+                        if bimg_info & 0x01:
+                            hole_length = _u16(raw, pos)[0]  # type: ignore[operator]
+                            pos += 2
+                        else:
+                            hole_length = 0
+                    else:
+                        hole_length = BLCKSZ - bimg_len
+                    datatotal += bimg_len
+                    _check_image(bimg_len, hole_offset, hole_length, bimg_info, lsn, name)
+                else:
+                    bimg_len = hole_offset = hole_length = bimg_info = 0
+                if fork_flags & 0x80:
+                    if not have_rel:
+                        raise _parse_error("BKPBLOCK_SAME_REL set but no previous rel", lsn, name)
+                    blkno = _u32(raw, pos)[0]  # type: ignore[operator]
+                    pos += 4
+                else:
+                    spc, db, rel, blkno = _rloc_blk(raw, pos)  # type: ignore[operator]
+                    pos += 16
+                    have_rel = True
+                blocks.append(
+                    _BlockRef(
+                        bid,
+                        fork_flags,
+                        spc,
+                        db,
+                        rel,
+                        blkno,
+                        data_len,
+                        bimg_len,
+                        hole_offset,
+                        hole_length,
+                        bimg_info,
+                        raw,
+                        lsn,
+                        name,
+                    )
+                )
+            elif bid == 254:  # XLR_BLOCK_ID_DATA_LONG
+                main_len = _u32(raw, pos + 1)[0]  # type: ignore[operator]
+                pos += 5
+                datatotal += main_len
+                break
+            elif bid == 253:  # XLR_BLOCK_ID_ORIGIN
+                origin = _u16(raw, pos + 1)[0]  # type: ignore[operator]
+                pos += 3
+            elif bid == 252:  # XLR_BLOCK_ID_TOPLEVEL_XID
+                toplevel = _u32(raw, pos + 1)[0]  # type: ignore[operator]
+                pos += 5
+            else:
+                raise _parse_error(f"invalid block_id {bid}", lsn, name)
+    except (struct.error, IndexError):
+        pos = tot_len + 1  # COPY_HEADER_FIELD overran: shortdata_err below
+    if pos > tot_len or tot_len - pos != datatotal:
+        raise _parse_error("record with invalid length", lsn, name)
+    for b in blocks:
+        if b.has_image:
+            b._image_off = pos
+            pos += b.bimg_len
+        if b.data_len:
+            b._data_off = pos
+            pos += b.data_len
+    return blocks, pos, main_len, origin, toplevel
+
+
+def _check_image(
+    bimg_len: int, hole_offset: int, hole_length: int, bimg_info: int, lsn: int, name: str
+) -> None:
+    """DecodeXLogRecord's cross-checks of an XLogRecordBlockImageHeader."""
+    compressed = bimg_info & 0x1C
+    msg = None
+    if bimg_info & 0x01:
+        if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
+            msg = (
+                f"BKPIMAGE_HAS_HOLE set, but hole offset {hole_offset} length {hole_length} "
+                f"block image length {bimg_len}"
+            )
+    elif hole_offset != 0 or hole_length != 0:
+        msg = f"BKPIMAGE_HAS_HOLE not set, but hole offset {hole_offset} length {hole_length}"
+    if msg is None and compressed and bimg_len == BLCKSZ:
+        msg = f"BKPIMAGE_COMPRESSED set, but block image length {bimg_len}"
+    if msg is None and not (bimg_info & 0x01) and not compressed and bimg_len != BLCKSZ:
+        msg = (
+            "neither BKPIMAGE_HAS_HOLE nor BKPIMAGE_COMPRESSED set, but block image length "
+            f"is {bimg_len}"
+        )
+    if msg is not None:
+        raise _parse_error(msg, lsn, name)
+
+
 class _Unset:
     __slots__ = ()
 
@@ -468,17 +655,6 @@ def _rmgr() -> Any:
             pass
         _rmgr_mod = mod
     return _rmgr_mod
-
-
-def rmgr_name(rmid: int) -> str:
-    """RmgrDescData.rm_name for ``rmid`` (custom rmgrs print as ``custom%03d``)."""
-    mod = _rmgr()
-    if mod is not None:
-        name: str = mod.rmgr_name(rmid)
-        return name
-    if rmid < len(_FALLBACK_RMGR_NAMES):
-        return _FALLBACK_RMGR_NAMES[rmid]
-    return f"custom{rmid:03d}"
 
 
 def identify(rmid: int, info: int, major: int = 15) -> str:
@@ -512,18 +688,9 @@ def _parse_body(record: XLogRecord) -> Any:
 
 def _decode_blocks(record: XLogRecord) -> List[BlockRef]:
     """The BlockRefs of a record the reader left undecoded (DecodeXLogRecord again)."""
-    fn = _DECODE_RECORD[0]
-    if fn is None:
-        from .xlogreader import _decode_record as fn
-
-        _DECODE_RECORD[0] = fn
-    blocks = fn(record.raw, record.tot_len, record.lsn, record.segment)[0]
+    blocks = _decode_record(record.raw, record.tot_len, record.lsn, record.segment)[0]
     assert blocks is not None  # not lazy
-    return blocks  # type: ignore[no-any-return]
-
-
-#: ``[xlogreader._decode_record]``, bound on first use (xlogreader imports this module)
-_DECODE_RECORD: List[Any] = [None]
+    return blocks
 
 
 #: what ``XLogRecord.body`` calls: ``_parse_body`` until bound to ``rmgr.parse_body``

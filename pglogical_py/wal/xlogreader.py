@@ -24,7 +24,8 @@ NOTES
     exactly one ``XLogRecord`` plus one ``BlockRef`` per block reference -- except
     for records of the two fast-path shapes below, whose block list is left to
     ``XLogRecord.blocks`` to build on first access (the walk validates them fully).
-    ``_decode_record`` has two fast paths for the commonest shapes (only short main
+    ``_decode_record`` (DecodeXLogRecord, in ``records.py`` beside the record it
+    fills) has two fast paths for the commonest shapes (only short main
     data; one block #0 with its RelFileLocator and no image, then optional short main
     data) that take exactly the decisions of the general DecodeXLogRecord loop; a
     test checks every record of the fixtures against an independent decoder written
@@ -42,10 +43,7 @@ NOTES
       ``_assemble`` finds the parts (``crc32c_range``), so the joined copy is not
       read again.  See crc32c.py for the loop itself (whole 8-byte steps, no tail).
 
-    Measured (process CPU time, best of 5, loaded 2-core machine; docs/performance.md
-    "WAL reader profile"): pgbench WAL (171,079 records, 151 MB) PyPy 0.68 -> 0.63 s,
-    bulk-insert WAL (601,294 records, 67 MB) PyPy 0.62 -> 0.49 s, whole process with
-    CRC; pg_waldump 15 text output takes 0.22-0.38 s and 0.46-0.58 s there.
+    Measured figures: docs/performance.md, "WAL reader profile".
 
     Decoding mode (``iter_decoding``, what ``LogicalDecodingContext.decode`` uses).
     Half the records of an insert-heavy WAL are index records decode.c never looks
@@ -56,32 +54,30 @@ NOTES
     no slice), which also proves it has no top-level-xid block -- and is not
     yielded: its xid goes to a callback (once per run of such records of one xid).
     A record of another shape -- of these types, most often one carrying full-page
-    images (pgbench W1: Heap LOCK records with images are 130 MB of 182) -- gets
-    DecodeXLogRecord's checks from ``_skim_record``, which walks the block headers
-    where the record lies and builds nothing, and is skipped when it names no
-    top-level xid (AssignChild needs it; a record that names one is decoded in full
-    and yielded).  When such a record crosses pages, ``_assemble`` CRCs its parts
-    where they lie and joins only its first ``_SKIM_PREFIX`` bytes (whole parts),
-    enough for any block headers PostgreSQL writes (more is joined when they run
-    past it), so its images are never copied.  A second
-    table maps record types to handlers that decode a record of the commonest shape
-    where it lies (decode.py's ``heap_fast``: heap insert/update/delete), so the
-    common heap record costs neither an ``XLogRecord`` nor a copy of the record.
+    images (on pgbench's WAL most of its bytes: Heap LOCK records with images) -- gets
+    DecodeXLogRecord's checks from ``_skim_record`` (``wal/_skim.py``), which walks
+    the block headers where the record lies and builds nothing, and is skipped when
+    it names no top-level xid (AssignChild needs it; a record that names one is
+    decoded in full and yielded).  When such a record crosses pages, ``_assemble``
+    CRCs its parts where they lie and joins only its first ``_SKIM_PREFIX`` bytes
+    (whole parts), enough for any block headers PostgreSQL writes (more is joined when
+    they run past it), so its images are never copied.  A second table maps record types
+    to handlers that decode a record of the commonest shape where it lies (decode.py's
+    ``heap_fast``: heap insert/update/delete), so the common heap record costs neither
+    an ``XLogRecord`` nor a copy of the record.
     On CPython (C CRC) the records of a page that are skipped or taken by a
-    handler are walked by ``_page_run``, one call per page run with none of the
-    page, segment and start bookkeeping of the general loop, which it hands back
-    to at the first record it cannot take (PyPy compiles the general loop, CRC
-    included, into one trace and keeps it).
+    handler are walked by ``_page_run`` (``wal/_page_run.py``), one call per page
+    run with none of the page, segment and start bookkeeping of the general loop,
+    which it hands back to at the first record it cannot take (PyPy compiles the
+    general loop, CRC included, into one trace and keeps it).
     Measured figures: docs/performance.md, "Decode profile: ingest (issue 7)".
     The records left are handed to a callback instead of yielded when the caller
     gives one (``iter_decoding(process=)``, what ``LogicalDecodingContext.decode``
     does): PyPy traces a consumer's ``for`` loop over a generator through the
     generator's own loop up to its next ``yield`` -- every skipped and fast-handled
     record in between -- and such traces of the decode loop grew too long and were
-    thrown away.  With the callback the walk's loop is the one hot loop: W1's
-    decoding process compiled 32,527 operations instead of 34,212, and W2 ran
-    1.19 -> 1.05 s, W3 2.26 -> 2.02 s, W1 0.925 -> 0.905 s (docs/performance.md,
-    eighteenth pass).
+    thrown away.  With the callback the walk's loop is the one hot loop, compiled
+    once and smaller (docs/performance.md, eighteenth pass).
 
     ``iter(reader)`` validates the first segment and positions the reader at once
     (so ``major`` / ``segment_size`` are known and a non-WAL input fails there);
@@ -161,7 +157,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import (
     DecodingError,
@@ -170,13 +166,21 @@ from ..errors import (
     UsageError,
     WalCorruptionError,
     WalError,
-    WalParseError,
     WalTruncatedError,
     WalVersionError,
 )
 from ..lsn import format_lsn
 from . import crc32c as _crc_mod
-from .records import BLCKSZ, BlockRef, XLogRecord
+from ._page_run import FastHandler, _page_run, _run_table
+from ._skim import _SKIM_PREFIX, _skim_record
+from .records import (
+    _U32,
+    SizeOfXLogRecord,
+    XLogRecord,
+    _decode_record,
+)
+from .rmgr.layouts import XLOG_SWITCH
+from .rmgr.names import RM_MAX_BUILTIN_ID, RM_MIN_CUSTOM_ID, RM_XLOG_ID
 
 __all__ = [
     "XLogReader",
@@ -209,19 +213,6 @@ XLP_ALL_FLAGS = 0x000F
 WalSegMinSize = 1024 * 1024
 WalSegMaxSize = 1024 * 1024 * 1024
 
-# access/xlogrecord.h
-SizeOfXLogRecord = 24
-XLR_MAX_BLOCK_ID = 32
-XLR_BLOCK_ID_DATA_SHORT = 255
-XLR_BLOCK_ID_DATA_LONG = 254
-XLR_BLOCK_ID_ORIGIN = 253
-XLR_BLOCK_ID_TOPLEVEL_XID = 252
-
-# access/rmgr.h: RM_MAX_BUILTIN_ID (RM_LOGICALMSG_ID) and the custom range
-RM_MAX_BUILTIN_ID = 21
-RM_MIN_CUSTOM_ID = 128
-RM_XLOG_ID = 0
-XLOG_SWITCH = 0x40
 
 # precompiled layouts (little-endian; all supported servers are x86-64/arm64 LE)
 _PAGE_HDR = struct.Struct("<HHIQI")  # magic, info, tli, pageaddr, rem_len
@@ -233,22 +224,9 @@ _LONG_HDR_TAIL = struct.Struct("<QII")  # sysid, seg_size, xlog_blcksz at offset
 # record (an allocation and a call per comparison); a damaged xl_prev at or above
 # 2**63 comes out negative, which fails the prev-link checks as it should
 _REC_HDR = struct.Struct("<IIqBBxxI")
-#: the header and the next four bytes: a block header's id, fork_flags and data_length,
-#: or XLR_BLOCK_ID_DATA_SHORT and its length (``_page_run``)
-_REC_HDR_BLK = struct.Struct("<IIqBBxxIBBH")
 #: "no bound" for LSN comparisons: the largest machine integer, as a literal (PyPy
 #: keeps it unboxed; ``(1 << 63) - 1`` would stay a big integer there)
 _NO_BOUND = 0x7FFFFFFFFFFFFFFF
-_U32 = struct.Struct("<I")
-_U16 = struct.Struct("<H")
-_BLK_HDR = struct.Struct("<BH")  # fork_flags, data_length (after the id byte)
-_IMG_HDR = struct.Struct("<HHB")  # bimg_len, hole_offset, bimg_info
-_RLOC_BLK = struct.Struct("<IIII")  # spcOid, dbOid, relNumber, blkno
-_BLK0 = struct.Struct("<BHIIII")  # fork_flags, data_length, RelFileLocator, blkno
-
-#: iter_decoding's per-record-type handler:
-#: ``fn(data, off, info, main_off, main_len, xid, lsn, end_lsn) -> handled``
-FastHandler = Callable[[bytes, int, int, int, int, int, int, int], bool]
 
 _WAL_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
 
@@ -300,8 +278,8 @@ _C_EXTEND, _C_VALUE = _select_crc()
 # bound method or a table is re-checked wherever the JIT cannot hoist the check -- and
 # most of the walk runs in bridges, where nothing is hoisted: the CRC loop's steps run as
 # a bridge out of the record loop (the loop is traced from the CRC loop's header), and
-# each step through a local struct reader re-compared its format string (a call).  As
-# globals: W2 under PyPy 14.44 -> 13.29 G instructions (docs/performance.md, tenth pass).
+# each step through a local struct reader re-compared its format string (a call)
+# (docs/performance.md, tenth pass).
 _CRC_U2 = _crc_mod._U32X2
 _CRC_T = _crc_mod._FLAT
 _CRC_PRE = _crc_mod._PRE
@@ -321,127 +299,6 @@ PROGRESS_EVERY = 64
 #: ``_walk`` hands page runs to ``_page_run`` in decoding mode when the CRC is C code
 #: (False: every record takes the general path; the tests compare the two)
 PAGE_RUN = True
-
-
-def _run_table(skip: bytes, fast: Optional[Sequence[Optional[FastHandler]]]
-               ) -> List[Any]:
-    """``_page_run``'s one look-up per record type (``(rmid << 4) | (info >> 4)``):
-    True where ``skip`` skips the type, its fast handler where there is one, else
-    None (the record goes to ``_walk``)."""
-    table: List[Any] = [None] * len(skip)
-    for k, skipped in enumerate(skip):
-        if skipped:
-            table[k] = True
-        elif fast is not None and k < len(fast):
-            table[k] = fast[k]
-    return table
-
-
-def _page_run(
-    buf: bytes,
-    off: int,
-    lim: int,
-    stop_off: int,
-    base: int,
-    prev_ptr: int,
-    last_xid: int,
-    table: Sequence[Any],
-    on_xid: Callable[[int, int], None],
-    crc_value: Callable[[bytes], int],
-    name: str,
-    checked_off: int = -1,
-) -> Tuple[int, int, int, int, bool]:
-    """Decoding mode on CPython: the records of one page run, ``buf[off:lim]``, that
-    ``_walk`` would skip or hand to a fast handler (XLogDecodeNextRecord +
-    ValidXLogRecordHeader + ValidXLogRecord + the fast shapes of
-    DecodeXLogRecord, for the plain case only).
-
-    It stops at anything ``_walk`` must look at itself, having changed nothing
-    for that record: a record that would run past ``lim`` (the page's end or
-    ``end_lsn``) or whose successor would start at or after ``stop_off``
-    (``upto_lsn``: the walk ends after it), a header check or CRC that fails
-    (``_walk`` raises the error), a record of no fast shape, one that is neither
-    skipped nor taken by its handler.  Same decisions as ``_walk``'s general path
-    in fewer steps per record: no page-start, segment, start-LSN or XLOG_SWITCH
-    bookkeeping, which cannot occur inside a page run.
-
-    Returns ``(off, prev_ptr, last_xid, n, declined)``: where the first record it
-    did not take starts, the LSN of the last record it took, the xid last
-    reported, how many records it took, and whether the record at ``off`` was
-    offered to its fast handler and declined (``_walk`` then yields it without
-    offering it again: a handler sees a record once).  A record starting at or
-    before ``checked_off`` (an offset in ``buf``) is not CRC-ed: another reader
-    checked it (``XLogReader.crc_checked_upto``).
-
-    Measured (docs/performance.md, issue 7 "fourth pass"): the in-memory W2 reader
-    1.35 -> 1.05 us per record; a third of what is left was the CRC's two slices and
-    two calls (now one call on the joined slices: ~0.14 us less a record).
-    """
-    unpack_hdr = _REC_HDR_BLK.unpack_from
-    n = 0
-    declined = False
-    try:
-        # 28 bytes: the header and what follows it, read by one struct call (a record
-        # of 26-27 bytes ending the run takes the general path)
-        while off + 28 <= lim:
-            tot_len, xid, xl_prev, info, rmid, crc, first, second, dl = unpack_hdr(buf, off)
-            end = off + tot_len
-            nxt = off + ((tot_len + 7) & -8)
-            if (end > lim or nxt >= stop_off or tot_len < 26 or xl_prev != prev_ptr
-                    or rmid > RM_MAX_BUILTIN_ID):
-                break
-            if first == 255:
-                if second + 26 != tot_len:
-                    break
-                main_off = 26
-                main_len = tot_len - 26
-            elif first == 0 and tot_len >= 44 and not (second & 0x90):
-                # dl: the block's data_length
-                if (dl != 0) != ((second & 0x20) != 0):
-                    break
-                rest = tot_len - 44 - dl
-                if rest == 0:
-                    main_off = 44 + dl
-                    main_len = 0
-                elif rest > 1 and buf[off + 44] == 255 and buf[off + 45] == rest - 2:
-                    main_off = 46 + dl
-                    main_len = rest - 2
-                elif (rest > 10 and buf[off + 44] == 1 and buf[off + 45] & 0xB0 == 0x80
-                      and buf[off + 46] == 0 and buf[off + 47] == 0
-                      and buf[off + 52] == 255 and buf[off + 53] == rest - 10):
-                    # the third shape (see _walk)
-                    main_off = 54 + dl
-                    main_len = rest - 10
-                else:
-                    break
-            else:
-                break
-            fn = table[(rmid << 4) | (info >> 4)]
-            if fn is None:
-                break
-            # the body then the header's first 20 bytes, joined for one C call: a
-            # ~100-byte copy costs less than a second call (its argument tuple and
-            # parsing)
-            if off > checked_off and crc_value(buf[off + 24 : end] + buf[off : off + 20]) != crc:
-                break
-            lsn = base + off
-            if fn is True:
-                if xid and xid != last_xid:
-                    on_xid(xid, lsn)
-                    last_xid = xid
-            elif fn(buf, off, info, main_off, main_len, xid, lsn, base + nxt):
-                last_xid = xid
-            else:
-                declined = True
-                break
-            prev_ptr = lsn
-            off = nxt
-            n += 1
-    except DecodingError as err:
-        if err.lsn is not None:
-            raise
-        raise type(err)(err.message, lsn=base + off, file=name, xid=err.xid) from None
-    return off, prev_ptr, last_xid, n, declined
 
 
 class _EndOfWal(Exception):
@@ -479,191 +336,6 @@ class _Segment:
         self.start = start
 
 
-def _parse_error(msg: str, lsn: int, name: str) -> WalParseError:
-    """DecodeXLogRecord's ``report_invalid_record``: ``msg`` at the record's LSN, in its
-    file (shared by ``_decode_record`` and ``_skim_record``, which check the same
-    headers with the same messages)."""
-    return WalParseError(f"{msg} at {format_lsn(lsn)}", lsn=lsn, file=name)
-
-
-def _decode_record(
-    raw: bytes,
-    tot_len: int,
-    lsn: int,
-    name: str,
-    lazy: bool = False,
-    _BlockRef: type = BlockRef,
-    _blk_hdr: object = _BLK_HDR.unpack_from,
-    _img_hdr: object = _IMG_HDR.unpack_from,
-    _rloc_blk: object = _RLOC_BLK.unpack_from,
-    _u32: object = _U32.unpack_from,
-    _u16: object = _U16.unpack_from,
-    _blk0: object = _BLK0.unpack_from,
-) -> Tuple[Optional[List[BlockRef]], int, int, int, int]:
-    """DecodeXLogRecord: walk the fragment headers and check the lengths add up.
-
-    Returns (blocks, main_off, main_len, origin, toplevel_xid).  Raises WalParseError
-    with PostgreSQL's messages.  With ``lazy`` the two fast paths return None for
-    blocks: ``XLogRecord.blocks`` calls this again without it.
-    """
-    # Fast paths for the two commonest shapes, taking exactly the decisions the
-    # general loop below would take: only short main data (commit, running_xacts,
-    # ...), and one block reference #0 with its RelFileLocator, no image, then
-    # optional short main data (heap and btree changes).
-    if tot_len > 25:
-        first = raw[24]
-        if first == 255:
-            if raw[25] + 26 == tot_len:
-                return None if lazy else [], 26, tot_len - 26, 0, 0
-        elif first == 0 and tot_len >= 44 and not (raw[25] & 0x90):
-            if lazy:
-                fork_flags, data_len = _blk_hdr(raw, 25)  # type: ignore[operator]
-                if (data_len != 0) == ((fork_flags & 0x20) != 0):
-                    rest = tot_len - 44 - data_len
-                    if rest == 0:
-                        return None, 44 + data_len, 0, 0, 0
-                    if rest > 1 and raw[44] == 255 and raw[45] == rest - 2:
-                        return None, 46 + data_len, rest - 2, 0, 0
-            fork_flags, data_len, spc, db, rel, blkno = _blk0(raw, 25)  # type: ignore[operator]
-            if (data_len != 0) == ((fork_flags & 0x20) != 0):
-                rest = tot_len - 44 - data_len
-                if rest == 0 or (rest > 1 and raw[44] == 255 and raw[45] == rest - 2):
-                    b = _BlockRef(
-                        0, fork_flags, spc, db, rel, blkno, data_len, 0, 0, 0, 0, raw, lsn, name
-                    )
-                    if rest == 0:
-                        b._data_off = 44
-                        return [b], 44 + data_len, 0, 0, 0
-                    b._data_off = 46
-                    return [b], 46 + data_len, rest - 2, 0, 0
-    elif tot_len == SizeOfXLogRecord:
-        return [], SizeOfXLogRecord, 0, 0, 0
-    blk_hdr = _blk_hdr
-    pos = SizeOfXLogRecord
-    datatotal = 0
-    main_len = 0
-    origin = 0
-    toplevel = 0
-    blocks: List[BlockRef] = []
-    max_id = -1
-    spc = db = rel = 0
-    have_rel = False
-    try:
-        while tot_len - pos > datatotal:
-            bid = raw[pos]
-            if bid == 255:  # XLR_BLOCK_ID_DATA_SHORT
-                main_len = raw[pos + 1]
-                pos += 2
-                datatotal += main_len
-                break
-            elif bid <= XLR_MAX_BLOCK_ID:
-                if bid <= max_id:
-                    raise _parse_error(f"out-of-order block_id {bid}", lsn, name)
-                max_id = bid
-                fork_flags, data_len = blk_hdr(raw, pos + 1)  # type: ignore[operator]
-                pos += 4
-                if fork_flags & 0x20:
-                    if data_len == 0:
-                        raise _parse_error(
-                            "BKPBLOCK_HAS_DATA set, but no data included", lsn, name)
-                elif data_len != 0:
-                    raise _parse_error(
-                        f"BKPBLOCK_HAS_DATA not set, but data length is {data_len}", lsn, name)
-                datatotal += data_len
-                if fork_flags & 0x10:
-                    bimg_len, hole_offset, bimg_info = _img_hdr(raw, pos)  # type: ignore[operator]
-                    pos += 5
-                    if bimg_info & 0x1C:  # BKPIMAGE_COMPRESSED
-                        if bimg_info & 0x01:
-                            hole_length = _u16(raw, pos)[0]  # type: ignore[operator]
-                            pos += 2
-                        else:
-                            hole_length = 0
-                    else:
-                        hole_length = BLCKSZ - bimg_len
-                    datatotal += bimg_len
-                    _check_image(bimg_len, hole_offset, hole_length, bimg_info, lsn, name)
-                else:
-                    bimg_len = hole_offset = hole_length = bimg_info = 0
-                if fork_flags & 0x80:
-                    if not have_rel:
-                        raise _parse_error("BKPBLOCK_SAME_REL set but no previous rel", lsn, name)
-                    blkno = _u32(raw, pos)[0]  # type: ignore[operator]
-                    pos += 4
-                else:
-                    spc, db, rel, blkno = _rloc_blk(raw, pos)  # type: ignore[operator]
-                    pos += 16
-                    have_rel = True
-                blocks.append(
-                    _BlockRef(
-                        bid,
-                        fork_flags,
-                        spc,
-                        db,
-                        rel,
-                        blkno,
-                        data_len,
-                        bimg_len,
-                        hole_offset,
-                        hole_length,
-                        bimg_info,
-                        raw,
-                        lsn,
-                        name,
-                    )
-                )
-            elif bid == 254:  # XLR_BLOCK_ID_DATA_LONG
-                main_len = _u32(raw, pos + 1)[0]  # type: ignore[operator]
-                pos += 5
-                datatotal += main_len
-                break
-            elif bid == 253:  # XLR_BLOCK_ID_ORIGIN
-                origin = _u16(raw, pos + 1)[0]  # type: ignore[operator]
-                pos += 3
-            elif bid == 252:  # XLR_BLOCK_ID_TOPLEVEL_XID
-                toplevel = _u32(raw, pos + 1)[0]  # type: ignore[operator]
-                pos += 5
-            else:
-                raise _parse_error(f"invalid block_id {bid}", lsn, name)
-    except (struct.error, IndexError):
-        pos = tot_len + 1  # COPY_HEADER_FIELD overran: shortdata_err below
-    if pos > tot_len or tot_len - pos != datatotal:
-        raise _parse_error("record with invalid length", lsn, name)
-    for b in blocks:
-        if b.has_image:
-            b._image_off = pos
-            pos += b.bimg_len
-        if b.data_len:
-            b._data_off = pos
-            pos += b.data_len
-    return blocks, pos, main_len, origin, toplevel
-
-
-def _check_image(
-    bimg_len: int, hole_offset: int, hole_length: int, bimg_info: int, lsn: int, name: str
-) -> None:
-    """DecodeXLogRecord's cross-checks of an XLogRecordBlockImageHeader."""
-    compressed = bimg_info & 0x1C
-    msg = None
-    if bimg_info & 0x01:
-        if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
-            msg = (
-                f"BKPIMAGE_HAS_HOLE set, but hole offset {hole_offset} length {hole_length} "
-                f"block image length {bimg_len}"
-            )
-    elif hole_offset != 0 or hole_length != 0:
-        msg = f"BKPIMAGE_HAS_HOLE not set, but hole offset {hole_offset} length {hole_length}"
-    if msg is None and compressed and bimg_len == BLCKSZ:
-        msg = f"BKPIMAGE_COMPRESSED set, but block image length {bimg_len}"
-    if msg is None and not (bimg_info & 0x01) and not compressed and bimg_len != BLCKSZ:
-        msg = (
-            "neither BKPIMAGE_HAS_HOLE nor BKPIMAGE_COMPRESSED set, but block image length "
-            f"is {bimg_len}"
-        )
-    if msg is not None:
-        raise _parse_error(msg, lsn, name)
-
-
 def _join(frags: List[Tuple[bytes, int, int]], keep: int) -> bytes:
     """The bytes of ``frags`` (``(data, start, length)``) joined, up to at least ``keep``
     of them (whole fragments; all when ``keep`` reaches their total)."""
@@ -675,137 +347,6 @@ def _join(frags: List[Tuple[bytes, int, int]], keep: int) -> bytes:
         if got >= keep:
             break
     return b"".join(parts)
-
-
-#: how much of a record crossing pages ``_assemble`` copies when the record's type is one
-#: decode.c skips (its block headers are read from this prefix; more is joined only when
-#: they run past it, which a record PostgreSQL writes never does: at most 33 block
-#: headers of 27 bytes and the origin, top-level-xid and main-data headers)
-_SKIM_PREFIX = 1024
-
-
-def _skim_record(
-    data: bytes,
-    base: int,
-    tot_len: int,
-    have: int,
-    lsn: int,
-    name: str,
-    _blk_hdr: object = _BLK_HDR.unpack_from,
-    _img_hdr: object = _IMG_HDR.unpack_from,
-    _u16: object = _U16.unpack_from,
-    _u32: object = _U32.unpack_from,
-) -> int:
-    """DecodeXLogRecord's checks without building anything: the top-level xid.
-
-    For a record of a type decode.c skips (LogicalDecodingProcessRecord then only
-    does ReorderBufferProcessXid), of neither fast shape -- typically one carrying
-    full-page images.  The record lies at ``data[base:base + tot_len]``, of which
-    the first ``have`` bytes are present (the segment buffer in place: all of them;
-    a record crossing pages: ``_assemble``'s prefix).  Walks the block headers with
-    the same checks, in the same order and with the same messages as
-    ``_decode_record`` (a read past ``tot_len`` is its "invalid length"), and
-    returns the XLR_BLOCK_ID_TOPLEVEL_XID value (0: none), or -1 when the headers
-    run past the ``have`` bytes (the caller then decodes the whole record).
-    """
-    pos = SizeOfXLogRecord
-    datatotal = 0
-    max_id = -1
-    have_rel = False
-    toplevel = 0
-    lim = tot_len if tot_len < have else have
-    while tot_len - pos > datatotal:
-        if pos >= lim:  # pos < tot_len here: the prefix ends
-            return -1
-        bid = data[base + pos]
-        if bid == 255:  # XLR_BLOCK_ID_DATA_SHORT
-            if pos + 2 > tot_len:
-                pos = tot_len + 1
-                break
-            if pos + 2 > lim:
-                return -1
-            datatotal += data[base + pos + 1]
-            pos += 2
-            break
-        elif bid <= XLR_MAX_BLOCK_ID:
-            if bid <= max_id:
-                raise _parse_error(f"out-of-order block_id {bid}", lsn, name)
-            max_id = bid
-            if pos + 4 > tot_len:
-                pos = tot_len + 1
-                break
-            if pos + 4 > lim:
-                return -1
-            fork_flags, data_len = _blk_hdr(data, base + pos + 1)  # type: ignore[operator]
-            pos += 4
-            if fork_flags & 0x20:
-                if data_len == 0:
-                    raise _parse_error("BKPBLOCK_HAS_DATA set, but no data included", lsn, name)
-            elif data_len != 0:
-                raise _parse_error(
-                    f"BKPBLOCK_HAS_DATA not set, but data length is {data_len}", lsn, name)
-            datatotal += data_len
-            if fork_flags & 0x10:
-                if pos + 5 > tot_len:
-                    pos = tot_len + 1
-                    break
-                if pos + 5 > lim:
-                    return -1
-                bimg_len, hole_offset, bimg_info = _img_hdr(data, base + pos)  # type: ignore[operator]
-                pos += 5
-                if bimg_info & 0x1C:  # BKPIMAGE_COMPRESSED
-                    if bimg_info & 0x01:
-                        if pos + 2 > tot_len:
-                            pos = tot_len + 1
-                            break
-                        if pos + 2 > lim:
-                            return -1
-                        hole_length = _u16(data, base + pos)[0]  # type: ignore[operator]
-                        pos += 2
-                    else:
-                        hole_length = 0
-                else:
-                    hole_length = BLCKSZ - bimg_len
-                datatotal += bimg_len
-                _check_image(bimg_len, hole_offset, hole_length, bimg_info, lsn, name)
-            if fork_flags & 0x80:
-                if not have_rel:
-                    raise _parse_error("BKPBLOCK_SAME_REL set but no previous rel", lsn, name)
-                n = 4
-            else:
-                n = 16
-                have_rel = True
-            if pos + n > tot_len:
-                pos = tot_len + 1
-                break
-            pos += n
-        elif bid == 254:  # XLR_BLOCK_ID_DATA_LONG
-            if pos + 5 > tot_len:
-                pos = tot_len + 1
-                break
-            if pos + 5 > lim:
-                return -1
-            datatotal += _u32(data, base + pos + 1)[0]  # type: ignore[operator]
-            pos += 5
-            break
-        elif bid == 253:  # XLR_BLOCK_ID_ORIGIN
-            if pos + 3 > tot_len:
-                pos = tot_len + 1
-                break
-            pos += 3
-        elif bid == 252:  # XLR_BLOCK_ID_TOPLEVEL_XID
-            if pos + 5 > tot_len:
-                pos = tot_len + 1
-                break
-            if pos + 5 > lim:
-                return -1
-            toplevel = _u32(data, base + pos + 1)[0]  # type: ignore[operator]
-            pos += 5
-        else:
-            raise _parse_error(f"invalid block_id {bid}", lsn, name)
-    if pos > tot_len or tot_len - pos != datatotal:
-        raise _parse_error("record with invalid length", lsn, name)
-    return toplevel
 
 
 class XLogReader:

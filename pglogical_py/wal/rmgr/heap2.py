@@ -48,55 +48,45 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
+from ..records import XLR_INFO_MASK  # noqa: F401
 from . import common
 from .common import DescOptions, RelFileLocator, fail
-from .heap import (
+from .heap import infobits_desc, out_infobits15
+from .layouts import (  # noqa: F401  (this rmgr's layout constants, owned there)
+    PRUNE_ON_ACCESS,
+    PRUNE_VACUUM_CLEANUP,
+    PRUNE_VACUUM_SCAN,
+    VISIBILITYMAP_ALL_FROZEN,
+    VISIBILITYMAP_ALL_VISIBLE,
+    VISIBILITYMAP_XLOG_CATALOG_REL,
+    XLHP_CLEANUP_LOCK,
+    XLHP_HAS_CONFLICT_HORIZON,
+    XLHP_HAS_DEAD_ITEMS,
+    XLHP_HAS_FREEZE_PLANS,
+    XLHP_HAS_NOW_UNUSED_ITEMS,
+    XLHP_HAS_REDIRECTIONS,
+    XLHP_IS_CATALOG_REL,
+    XLOG_HEAP2_FREEZE_PAGE,
+    XLOG_HEAP2_LOCK_UPDATED,
+    XLOG_HEAP2_MULTI_INSERT,
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP2_PRUNE,
+    XLOG_HEAP2_PRUNE_ON_ACCESS,
+    XLOG_HEAP2_PRUNE_VACUUM_CLEANUP,
+    XLOG_HEAP2_PRUNE_VACUUM_SCAN,
+    XLOG_HEAP2_REWRITE,
+    XLOG_HEAP2_VACUUM,
+    XLOG_HEAP2_VISIBLE,
     XLOG_HEAP_INIT_PAGE,
     XLOG_HEAP_OPMASK,
-    infobits_desc,
-    out_infobits15,
+    SizeOfFreezePlan,
+    SizeOfHeapLockUpdated,
+    SizeOfHeapMultiInsert,
+    SizeOfHeapNewCid,
+    SizeOfHeapRewriteMapping,
+    SizeOfHeapVisible,
+    SizeOfMultiInsertTuple,
 )
-
-XLOG_HEAP2_REWRITE = 0x00
-XLOG_HEAP2_PRUNE = 0x10  # 15, 16
-XLOG_HEAP2_VACUUM = 0x20  # 15, 16
-XLOG_HEAP2_FREEZE_PAGE = 0x30  # 15, 16
-XLOG_HEAP2_PRUNE_ON_ACCESS = 0x10  # 17+
-XLOG_HEAP2_PRUNE_VACUUM_SCAN = 0x20  # 17+
-XLOG_HEAP2_PRUNE_VACUUM_CLEANUP = 0x30  # 17+
-XLOG_HEAP2_VISIBLE = 0x40
-XLOG_HEAP2_MULTI_INSERT = 0x50
-XLOG_HEAP2_LOCK_UPDATED = 0x60
-XLOG_HEAP2_NEW_CID = 0x70
-
-XLR_INFO_MASK = 0x0F
-
-# xl_heap_prune.flags (17+)
-XLHP_IS_CATALOG_REL = 1 << 1
-XLHP_CLEANUP_LOCK = 1 << 2
-XLHP_HAS_CONFLICT_HORIZON = 1 << 3
-XLHP_HAS_FREEZE_PLANS = 1 << 4
-XLHP_HAS_REDIRECTIONS = 1 << 5
-XLHP_HAS_DEAD_ITEMS = 1 << 6
-XLHP_HAS_NOW_UNUSED_ITEMS = 1 << 7
-
-# PruneReason (17+)
-PRUNE_ON_ACCESS = 0
-PRUNE_VACUUM_SCAN = 1
-PRUNE_VACUUM_CLEANUP = 2
-
-# xl_heap_visible.flags
-VISIBILITYMAP_ALL_VISIBLE = 0x01
-VISIBILITYMAP_ALL_FROZEN = 0x02
-VISIBILITYMAP_XLOG_CATALOG_REL = 0x04
-
-SizeOfHeapMultiInsert = 4
-SizeOfMultiInsertTuple = 7
-SizeOfHeapNewCid = 34
-SizeOfHeapRewriteMapping = 40
-SizeOfHeapVisible = 5
-SizeOfHeapLockUpdated = 8
-SizeOfFreezePlan = 12
 
 _PRUNE15 = struct.Struct("<IHH")
 _PRUNE16 = struct.Struct("<IHH?")

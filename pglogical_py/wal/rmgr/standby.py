@@ -40,26 +40,24 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
+from ..records import XLR_INFO_MASK  # noqa: F401
 from . import common
 from .common import DescOptions, fail
-
-XLOG_STANDBY_LOCK = 0x00
-XLOG_RUNNING_XACTS = 0x10
-XLOG_INVALIDATIONS = 0x20
-
-XLR_INFO_MASK = 0x0F
-
-SHAREDINVALCATALOG_ID = -1
-SHAREDINVALRELCACHE_ID = -2
-SHAREDINVALSMGR_ID = -3
-SHAREDINVALRELMAP_ID = -4
-SHAREDINVALSNAPSHOT_ID = -5
-SHAREDINVALRELSYNC_ID = -6  # 18+
-
-SIZEOF_SHARED_INVALIDATION_MESSAGE = 16
-MinSizeOfXactRunningXacts = 24
-SizeOfStandbyLock = 12
-SizeOfInvalidations = 16
+from .layouts import (  # noqa: F401  (this rmgr's layout constants, owned there)
+    SHAREDINVALCATALOG_ID,
+    SHAREDINVALRELCACHE_ID,
+    SHAREDINVALRELMAP_ID,
+    SHAREDINVALRELSYNC_ID,
+    SHAREDINVALSMGR_ID,
+    SHAREDINVALSNAPSHOT_ID,
+    SIZEOF_SHARED_INVALIDATION_MESSAGE,
+    XLOG_INVALIDATIONS,
+    XLOG_RUNNING_XACTS,
+    XLOG_STANDBY_LOCK,
+    MinSizeOfXactRunningXacts,
+    SizeOfInvalidations,
+    SizeOfStandbyLock,
+)
 
 _MSG = struct.Struct("<bxxxII")
 _RUNNING = struct.Struct("<ii?3xIII")

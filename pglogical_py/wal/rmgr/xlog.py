@@ -32,36 +32,34 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..records import XLR_INFO_MASK  # noqa: F401
 from . import common
 from .common import DescOptions, fail, format_lsn
-
-XLOG_CHECKPOINT_SHUTDOWN = 0x00
-XLOG_CHECKPOINT_ONLINE = 0x10
-XLOG_NOOP = 0x20
-XLOG_NEXTOID = 0x30
-XLOG_SWITCH = 0x40
-XLOG_BACKUP_END = 0x50
-XLOG_PARAMETER_CHANGE = 0x60
-XLOG_RESTORE_POINT = 0x70
-XLOG_FPW_CHANGE = 0x80
-XLOG_END_OF_RECOVERY = 0x90
-XLOG_FPI_FOR_HINT = 0xA0
-XLOG_FPI = 0xB0
-XLOG_OVERWRITE_CONTRECORD = 0xD0
-XLOG_CHECKPOINT_REDO = 0xE0  # 17+
-
-XLR_INFO_MASK = 0x0F
-
-WAL_LEVEL_MINIMAL = 0
-WAL_LEVEL_REPLICA = 1
-WAL_LEVEL_LOGICAL = 2
-
-SizeOfCheckPoint = 88
-SizeOfParameterChange = 26
-SizeOfRestorePoint = 72
-SizeOfEndOfRecovery15 = 16
-SizeOfEndOfRecovery17 = 20
-SizeOfOverwriteContrecord = 16
+from .layouts import (  # noqa: F401  (this rmgr's layout constants, owned there)
+    WAL_LEVEL_LOGICAL,
+    WAL_LEVEL_MINIMAL,
+    WAL_LEVEL_REPLICA,
+    XLOG_BACKUP_END,
+    XLOG_CHECKPOINT_ONLINE,
+    XLOG_CHECKPOINT_REDO,
+    XLOG_CHECKPOINT_SHUTDOWN,
+    XLOG_END_OF_RECOVERY,
+    XLOG_FPI,
+    XLOG_FPI_FOR_HINT,
+    XLOG_FPW_CHANGE,
+    XLOG_NEXTOID,
+    XLOG_NOOP,
+    XLOG_OVERWRITE_CONTRECORD,
+    XLOG_PARAMETER_CHANGE,
+    XLOG_RESTORE_POINT,
+    XLOG_SWITCH,
+    SizeOfCheckPoint,
+    SizeOfEndOfRecovery15,
+    SizeOfEndOfRecovery17,
+    SizeOfOverwriteContrecord,
+    SizeOfParameterChange,
+    SizeOfRestorePoint,
+)
 
 _CKPT15 = struct.Struct("<QII?7xQIIIIIIIxxxxqIII")
 _CKPT17 = struct.Struct("<QII?3xiQIIIIIIIxxxxqIII")
