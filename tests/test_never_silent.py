@@ -390,3 +390,32 @@ def test_fuzz_mutated_segments_give_the_output_or_a_typed_error(
         assert len(lines) == 1 or "the output is incomplete" in lines[1], err
         assert not os.path.exists(out), "a failed decode left a complete-looking file"
 
+
+
+DDL2 = os.path.join(FIXTURES, "pg15", "ddl2")
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(DDL2, "physical")), reason="no pg15/ddl2")
+def test_physical_catalog_with_one_database_needs_no_database(tmp_path: Any,
+                                                             capsys: Any) -> None:
+    """A catalog directory without catalog.meta.json (a copied data directory) and no
+    slot state: the one non-template database is the slot's; by name too."""
+    from pglogical_py.logical.slot import read_slot_state
+
+    cat = str(tmp_path / "cat")
+    shutil.copytree(os.path.join(DDL2, "physical"), cat)
+    for meta in ("catalog.meta.json", "catalog.meta.json.gz"):
+        if os.path.exists(os.path.join(cat, meta)):
+            os.unlink(os.path.join(cat, meta))
+    with open(os.path.join(DDL2, "slot.state"), "rb") as f:
+        st = read_slot_state(f.read())
+    argv = ["decode", os.path.join(DDL2, "wal"), "--catalog", cat, "--no-progress",
+            "--restart-lsn", pglogical_py.format_lsn(st.restart_lsn),
+            "--start-lsn", pglogical_py.format_lsn(st.confirmed_flush),
+            "--end-lsn", decode_end(_meta(DDL2))]
+    for extra in ([], ["--database", "postgres"], ["--database", str(st.database)]):
+        out = tmp_path / "out.tsv"
+        assert main(argv + extra + ["-O", str(out)]) == 0, capsys.readouterr().err
+        assert out.read_bytes() == _expected(DDL2)
+    rc = main(argv + ["--database", "nosuchdb"])
+    assert "nosuchdb" in _one_error(capsys.readouterr().err, 4, rc)

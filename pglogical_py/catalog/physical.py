@@ -383,7 +383,7 @@ class PhysicalCatalog:
         if database is None and db:
             database = int(db["oid"])
         if database is None:
-            raise self._error(f"no {META_FILE}: name the database (oid or name)")
+            database = self._only_database()
         if isinstance(database, str):
             database = self._database_oid_by_name(database)
         self.database_oid: int = int(database)
@@ -530,6 +530,19 @@ class PhysicalCatalog:
         if not fn:
             fn = (self.shared_map if shared else self.local_map).filenumber(int(row["oid"]))
         return spc, fn
+
+    def _only_database(self) -> int:
+        """A data directory without ``catalog.meta.json`` and no database named: the one
+        database that is not a template (a cluster's ``postgres`` when nobody made
+        another), else an error listing the candidates."""
+        dbs = [(str(row["datname"]), int(row["oid"]))
+               for row in self._latest_rows(self._shared_heap("pg_database"))
+               if not row.get("datistemplate")]
+        if len(dbs) == 1:
+            return dbs[0][1]
+        names = ", ".join(f"{n} ({o})" for n, o in sorted(dbs))
+        raise self._error(f"no {META_FILE} and {len(dbs)} databases ({names}): name the "
+                          "database (oid or name)")
 
     def _database_oid_by_name(self, name: str) -> int:
         for row in self._latest_rows(self._shared_heap("pg_database")):
