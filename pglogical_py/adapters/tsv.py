@@ -43,12 +43,9 @@ def escape_tsv(data: bytes) -> bytes:
 #: PyPy: the pieces variant of the tsv sink (``tsv_sink``), else the % format one
 _CONCAT = sys.implementation.name == "pypy"  # (the platform module costs 15 ms on PyPy)
 #: rows collected before one write (a batch's data is checked for bytes to escape at
-#: once).  PyPy: 128, so that most rows die young -- PyPy collects its nursery about
-#: every 330 rows of W2, and a row still referenced then is copied out of it (4096
-#: rows a batch cost ~0.15-0.4 s more CPU on W2's 1M rows than 64-256).  CPython: 512,
-#: so that a batch's joined text stays small (~100 kB of W2 rows): with the 128 kB mmap
-#: threshold ``_setup_memory`` pinned then, 4096-row batches were one mmap + munmap +
-#: page faults each (W2: 0.45 -> 0.26 s of system time, ~0.3 s less CPU in all)
+#: once).  PyPy: 128, so that most rows die young -- a row still referenced when PyPy
+#: collects its nursery is copied out of it.  CPython: 512, so that a batch's joined
+#: text stays small (no mmap + munmap + page faults per batch)
 _BATCH_ROWS = 128 if _CONCAT else 512
 #: the last three hex digits of an LSN, zero-padded (``_HEX3``) or not (``_HEX1``, for
 #: an LSN whose low half is below 0x1000); filled by the first ``tsv_sink``
@@ -77,8 +74,7 @@ def tsv_sink(write: Callable[[bytes], Any], pypy: Optional[bool] = None
 def _tsv_sink_pieces(write: Callable[[bytes], Any]
                      ) -> Tuple[Callable[[int, int, bytes], None], Callable[[], None]]:
     """PyPy: each row is one line, ``LSN<TAB>XID<TAB>`` + data + LF, built by one chain
-    of ``+`` (one allocation to PyPy's JIT; three list pieces a row cost more: PyPy
-    instructions -1.1 to -1.7 % on W1/W2, 5 % fewer minor collections).
+    of ``+`` (one allocation to PyPy's JIT; three list pieces a row cost more).
 
     The LSN text is a prefix cached per 4 kB of WAL (``%X/`` of the high half, cached,
     plus the hex of the low half's top 20 bits from the tables) plus a 3-digit table

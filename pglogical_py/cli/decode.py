@@ -43,16 +43,14 @@ NOTES
     Memory (``_setup_memory``, before anything large is allocated).  With glibc the
     mmap threshold is pinned at ``MMAP_THRESHOLD`` (32 MB): a 16 MB WAL segment then
     comes from the heap, and the next segment reuses the memory the last one freed
-    instead of mapping fresh pages and faulting every one of them in (W1: page faults
-    110k -> 63k under CPython, 47k -> 30k under PyPy, system time -30 %, wall -4 to -5 %;
-    docs/performance.md, sixteenth pass).  Pinned, because glibc otherwise raises the
-    threshold to the size of every mmapped block freed, without bound.  It was pinned
-    at 128 kB before (every segment mapped and unmapped): the 1M-row benchmark's peak
-    RSS is 8 MB higher under CPython with 32 MB, 1 MB under PyPy.  On PyPy a major
-    collection runs after eviction rounds (``ReorderBuffer.after_evict``) that together
-    released ``COLLECT_AFTER_EVICTED`` (32 MB): the evicted change buffers are freed
-    then, while the next ones are filled, not once the heap has grown ~1.8x (PyPy's
-    major collection threshold; ~25 ms per spill of 64 MB).
+    instead of mapping fresh pages and faulting every one of them in (fewer page
+    faults and less system time: docs/performance.md, sixteenth pass).  Pinned,
+    because glibc otherwise raises the threshold to the size of every mmapped block
+    freed, without bound; a segment held on the heap costs a little peak RSS.  On PyPy
+    a major collection runs after eviction rounds (``ReorderBuffer.after_evict``) that
+    together released ``COLLECT_AFTER_EVICTED`` (32 MB): the evicted change buffers
+    are freed then, while the next ones are filled, not once the heap has grown ~1.8x
+    (PyPy's major collection threshold).
 """
 
 from __future__ import annotations
@@ -77,10 +75,9 @@ from ..session import (
 from ..types.settings import add_output_arguments, settings_from_args
 
 #: read the next plain WAL file on a thread while decoding one (adapters/files.py,
-#: "Read-ahead"): CPython only.  It holds one more segment: the 1M-row load's peak RSS
-#: 162 -> 188 MB under CPython, 176 -> 211-226 MB under PyPy (its bound is work_mem +
-#: 150 MB = 214 MB), for W1 1.795 -> 1.665 s under CPython and nothing beyond noise
-#: under PyPy (docs/performance.md, eighteenth pass)
+#: "Read-ahead"): CPython only.  It holds one more segment, which pushed PyPy's 1M-row
+#: load past its memory bound for no measurable gain there (docs/performance.md,
+#: eighteenth pass)
 READ_AHEAD = sys.implementation.name != "pypy"
 
 
@@ -105,7 +102,7 @@ def _setup_memory() -> Callable[[int], None]:
 #: bytes (accounted sizes) evicted between two major collections on PyPy: one
 #: collection per spill of a 64 MB work_mem (the memory bound of docs/performance.md),
 #: not one per eviction round of a small work_mem (64 kB: thousands of rounds, each a
-#: full collection of the heap -- 90 % of a decode of PostgreSQL's regression suite)
+#: full collection of the heap)
 COLLECT_AFTER_EVICTED = 32 * 1024 * 1024
 
 
