@@ -112,6 +112,7 @@ INVARIANTS
 
 from __future__ import annotations
 
+import gc
 import json
 import struct
 import sys
@@ -139,11 +140,13 @@ from ..wal.bufpage import (
     HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID,
     LP_NORMAL,
+    SIZE_OF_PAGE_HEADER_DATA,
     HeapPage,
     HeapTupleHeader,
 )
 from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS, TOAST_COLUMNS, TYPE_LAYOUTS
 from ._files import FileAccess
+from ._historic import HistoricCatalog
 from ._rowbuild import (
     _ANYARRAY,
     _BOOL,
@@ -160,7 +163,13 @@ from ._rowbuild import (
     lead_reader,
 )
 from ._rowbuild import generate as generate_row_builder
-from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
+from .clog import (
+    FirstNormalTransactionId,
+    Clog,
+    MultiXacts,
+    transaction_id_is_normal,
+    transaction_id_precedes,
+)
 from .relation import Attribute, FirstUnpinnedObjectId, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot, TablePart
@@ -211,7 +220,7 @@ UNPACK_INT_ARRAYS = True
 class TupleVersion:
     """One on-disk version of a catalog row (a heap tuple with its header)."""
 
-    __slots__ = ("catalog", "block", "offset", "header", "key", "_row")
+    __slots__ = ("catalog", "block", "offset", "header", "key", "_row", "settled")
 
     def __init__(self, catalog: str, block: int, offset: int, header: HeapTupleHeader,
                  key: Tuple[int, int, int, int, int]) -> None:
@@ -223,6 +232,9 @@ class TupleVersion:
         #: (spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey
         self.key = key
         self._row: Optional[Dict[str, Any]] = None
+        #: HeapTupleSatisfiesHistoricMVCC's answer once settled (``PhysicalCatalog.
+        #: _settled``): (visible, the xids it depends on), made at first use
+        self.settled: Optional[Tuple[bool, Tuple[int, ...]]] = None
 
     @property
     def ctid(self) -> Tuple[int, int]:
@@ -256,7 +268,7 @@ class _Heap:
     """One catalog relation's file and descriptor."""
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
-                 "plain", "settled", "converters", "builder", "deformed")
+                 "plain", "settled", "converters", "builder", "deformed", "keyed")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -279,6 +291,9 @@ class _Heap:
         #: versions went through the generic loop
         self.builder: Optional[RowBuilder] = None
         self.deformed = 0
+        #: column -> (value -> the versions with that value, in physical order)
+        #: (``PhysicalCatalog.keyed``), made at first use
+        self.keyed: Dict[str, Dict[Any, List[TupleVersion]]] = {}
 
 
 def _decline(raw: bytes, tp: bytes, hasnull: int) -> None:
@@ -405,6 +420,8 @@ class PhysicalCatalog:
         self.local_map = RelMap.from_bytes(local_map, f"{self.db_dir}/{RELMAPPER_FILENAME}")
         self._class_latest: Dict[int, Dict[str, Any]] = {}
         self._bootstrap()
+        #: the catalogs a snapshot of this catalog has (pg_proc is read for names only)
+        self.table_names: FrozenSet[str] = frozenset(n for n in self.layouts if n != "pg_proc")
         self._proc_names: Optional[Dict[int, str]] = None
         #: internal-language functions (their pg_proc version) and the prosrc aliases
         #: looked up so far (``_internal_src``)
@@ -412,6 +429,9 @@ class PhysicalCatalog:
         self._proc_src: Dict[int, Optional[str]] = {}
         #: attmissingval printers (array_out of the type) of built-in types, by type oid
         self._missing_printers: Dict[int, Callable[[bytes], str]] = {}
+        #: (catalog, column, key) -> (xids, rows): ``keyed_rows``' settled answers
+        self._settled_rows: Dict[Tuple[str, str, Any], Tuple[Tuple[int, ...],
+                                                             List[Dict[str, Any]]]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
@@ -572,22 +592,46 @@ class PhysicalCatalog:
         data = self._read_relation(heap.path)
         if len(data) % BLCKSZ:
             raise self._error(f"{heap.path} is {len(data)} bytes, not a multiple of {BLCKSZ}")
+        # the versions hold no reference cycles: a collection while they are made finds
+        # nothing and walks every object made so far (CPython: most of the load's time)
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            heap.versions = self._page_versions(heap, data)
+        finally:
+            if paused:
+                gc.enable()
+        return heap.versions
+
+    def _page_versions(self, heap: _Heap, data: bytes) -> List[TupleVersion]:
+        """heapgettup_pagemode over every block: a TupleVersion per LP_NORMAL line
+        pointer with storage (PageGetItem's checks of the line pointer)."""
         out: List[TupleVersion] = []
+        append = out.append
         spc, db, rel = heap.locator
+        name, path = heap.name, heap.path
         for blkno in range(len(data) // BLCKSZ):
             try:
-                page = HeapPage(data[blkno * BLCKSZ:(blkno + 1) * BLCKSZ], file=heap.path)
-                if page.is_new():
+                page = HeapPage(data[blkno * BLCKSZ:(blkno + 1) * BLCKSZ], file=path)
+                n = page.max_offset_number()
+                if page.is_new() or not n:
                     continue
-                for offnum, _off, flags, length in page.line_pointers():
-                    if flags != LP_NORMAL or not length:
+                raw = page.data
+                upper, special = page.pd_upper, page.pd_special
+                words = struct.unpack_from(f"<{n}I", raw, SIZE_OF_PAGE_HEADER_DATA)
+                for i, w in enumerate(words):
+                    length = w >> 17
+                    if (w >> 15) & 3 != LP_NORMAL or not length:
                         continue
-                    hdr = HeapTupleHeader(page.tuple(offnum), file=heap.path)
-                    out.append(TupleVersion(heap.name, blkno, offnum, hdr,
-                                            (spc, db, rel, blkno, offnum)))
+                    off = w & 0x7FFF
+                    if off < upper or off + length > special or off & 7:
+                        raise CatalogError(f"corrupted line pointer {i + 1}: offset = {off}, "
+                                           f"size = {length}")
+                    hdr = HeapTupleHeader(raw[off:off + length], file=path)
+                    append(TupleVersion(name, blkno, i + 1, hdr, (spc, db, rel, blkno, i + 1)))
             except PglogicalError as err:
-                raise self._error(f"{heap.path} block {blkno}: {err}") from None
-        heap.versions = out
+                raise self._error(f"{path} block {blkno}: {err}") from None
         return out
 
     def versions(self, catalog: str) -> List[TupleVersion]:
@@ -899,6 +943,153 @@ class PhysicalCatalog:
             return self._committed_latest(tv)
         return satisfies_historic_mvcc(tv.header, snapshot, self.clog, tv.key, self.multixacts)
 
+    # -- look-ups by key (the historic catalog's cache misses) ---------------------------
+
+    def keyed(self, catalog: str, column: str) -> Dict[Any, List[TupleVersion]]:
+        """The versions of ``catalog`` by the value of ``column`` (as ``row`` gives it),
+        each key's in physical order; made once per heap and column.  ``"filenode"`` of
+        pg_class is the file number the row's ``filenode`` holds (0 for none).
+
+        The value is read from the leading fixed-width attributes without deforming the
+        version (``_rowbuild.lead_reader``) where it is one of them and they are all
+        present; otherwise from the deformed row.
+        """
+        heap = self._heaps[catalog]
+        index = heap.keyed.get(column)
+        if index is not None:
+            return index
+        versions = self._load(heap)
+        index = {}
+        if catalog == "pg_class" and column == "filenode":
+            want: Tuple[str, ...] = ("oid", "relfilenode", "relisshared")
+        else:
+            want = (column,)
+        read = lead_reader(heap.columns, want)
+        is_name = read is not None and column != "filenode" and any(
+            c[0] == column and c[1] == _NAME for c in heap.columns)
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for tv in versions:
+                h = tv.header
+                vals = None
+                if read is not None:
+                    raw = h.raw
+                    try:
+                        vals = read(raw, raw[h.t_hoff:], h.t_infomask & HEAP_HASNULL)
+                    except struct.error:
+                        vals = None
+                if vals is None:
+                    row = self._deform_cached(heap, tv)
+                    key: Any = (row.get("filenode") or 0) if column == "filenode" \
+                        else row.get(column)
+                elif column == "filenode":
+                    oid, relfilenode, shared = vals
+                    # (relisshared, a bool, is read as its byte)
+                    key = relfilenode or (self.shared_map if shared[0] else self.local_map
+                                          ).filenumber(oid) or 0
+                elif is_name:
+                    key = vals[0].split(b"\0", 1)[0].decode("utf-8", "replace")
+                else:
+                    key = vals[0]
+                got = index.get(key)
+                if got is None:
+                    index[key] = [tv]
+                else:
+                    got.append(tv)
+        finally:
+            if paused:
+                gc.enable()
+        heap.keyed[column] = index
+        return index
+
+    def keyed_rows(self, catalog: str, column: str, key: Any,
+                   snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
+        """The rows of ``catalog`` whose ``column`` is ``key``, visible to ``snapshot``
+        (None: the latest committed), in physical order: what ``rows_at`` gives with
+        that value, from the versions that have it.  The list is shared: not to be
+        changed.
+
+        Settled answers are kept: when every version of the key is settled for the
+        snapshot (``_settled``: each xid it depends on precedes the snapshot's xmin and
+        is not its own), the rows are those of every other snapshot for which that
+        holds, and are kept for them (``_settled_rows``).
+        """
+        cands = self.keyed(catalog, column).get(key)
+        if not cands:
+            return []
+        heap = self._heaps[catalog]
+        out: List[Dict[str, Any]] = []
+        if snapshot is None:
+            for tv in cands:
+                if self._committed_latest(tv):
+                    out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+            return out
+        xmin = snapshot.xmin
+        own = snapshot._subxip_set
+        normal = xmin >= FirstNormalTransactionId
+        mkey = (catalog, column, key)
+        if normal:
+            memo = self._settled_rows.get(mkey)
+            if memo is not None:
+                for x in memo[0]:
+                    if x in own or ((x - xmin) & 0xFFFFFFFF < 0x80000000
+                                    if x >= FirstNormalTransactionId else x >= xmin):
+                        break  # not settled for this snapshot
+                else:
+                    return memo[1]
+        clog, multis = self.clog, self.multixacts
+        settled_all = normal
+        relevant: List[int] = []
+        for tv in cands:
+            vis = None
+            if settled_all:
+                st = tv.settled
+                if st is None:
+                    st = tv.settled = self._settled(tv)
+                for x in st[1]:
+                    if x in own or ((x - xmin) & 0xFFFFFFFF < 0x80000000
+                                    if x >= FirstNormalTransactionId else x >= xmin):
+                        settled_all = False
+                        break
+                else:
+                    vis = st[0]
+                    relevant.extend(st[1])
+            if vis is None:
+                vis = satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis)
+            if vis:
+                out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+        if settled_all:
+            self._settled_rows[mkey] = (tuple(set(relevant)), out)
+        return out
+
+    def _settled(self, tv: TupleVersion) -> Tuple[bool, Tuple[int, ...]]:
+        """HeapTupleSatisfiesHistoricMVCC's answer for ``tv`` under every historic
+        snapshot with a normal xmin that each of the returned xids precedes and none
+        of which is its own: those xids are judged by the commit log (hint bits
+        first), the same way for all such snapshots."""
+        h = tv.header
+        infomask = h.t_infomask
+        frozen = infomask & HEAP_XMIN_FROZEN
+        if frozen == HEAP_XMIN_INVALID:
+            return False, ()
+        relevant: Tuple[int, ...] = ()
+        if frozen != HEAP_XMIN_FROZEN:
+            xmin = h.t_xmin
+            relevant = (xmin,)
+            if not (infomask & HEAP_XMIN_COMMITTED) and not self.clog.did_commit(xmin):
+                return False, relevant
+        if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
+            return True, relevant
+        xmax = h.t_xmax
+        if infomask & HEAP_XMAX_IS_MULTI:
+            xmax = self.multixacts.update_xid(xmax)
+        relevant += (xmax,)
+        if infomask & HEAP_XMAX_COMMITTED:
+            return False, relevant
+        return not self.clog.did_commit(xmax), relevant
+
     # -- catalog snapshots ---------------------------------------------------------------
 
     def rows_at(self, catalog: str, snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
@@ -1141,8 +1332,14 @@ class PhysicalCatalog:
         oid = int(self.row(seen[0])["oid"])
         return oid if oid < FirstUnpinnedObjectId else None
 
+    #: ``catalog_at`` gives a HistoricCatalog (``_historic.py``: entries looked up key by
+    #: key) instead of a CatalogSnapshot built whole (``full_catalog_at``, the reference)
+    lazy = True
+
     def catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
-        """A CatalogSnapshot of the catalog as ``snapshot`` sees it (cached per key)."""
+        """The catalog as ``snapshot`` sees it (cached per key): a HistoricCatalog, whose
+        entries are computed at their first look-up from the versions of their key
+        (``_historic.py``), or with ``lazy`` off the CatalogSnapshot built whole."""
         if snapshot is not None and snapshot.subxip and snapshot.tuplecids is not None:
             self._apply_mappings(snapshot)
         key: Tuple[object, ...] = ("latest",) if snapshot is None else snapshot.cache_key()
@@ -1151,6 +1348,23 @@ class PhysicalCatalog:
             self._cache.move_to_end(key)
             return cat
         self.proc_name(0)  # regproc names need pg_proc first
+        cat = HistoricCatalog(self, snapshot) if self.lazy else self._full_catalog(snapshot)
+        self._cache[key] = cat
+        if len(self._cache) > self.cache_size:
+            # the least recently used snapshot goes; built again if asked for again
+            self._cache.popitem(last=False)
+            self.cache_evictions += 1
+        return cat
+
+    def full_catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
+        """A CatalogSnapshot built from every row ``snapshot`` sees (not cached): the
+        general path ``catalog_at``'s HistoricCatalog answers as."""
+        if snapshot is not None and snapshot.subxip and snapshot.tuplecids is not None:
+            self._apply_mappings(snapshot)
+        self.proc_name(0)
+        return self._full_catalog(snapshot)
+
+    def _full_catalog(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
         data: Dict[str, Any] = {
             "lsn": self.lsn,
             "server_version_num": self.server_version_num,
@@ -1175,11 +1389,6 @@ class PhysicalCatalog:
                 self._fill_missing_values(cat, att[0])
                 self._filled_stable = att[0]
             self._fill_missing_values(cat, att[1])
-        self._cache[key] = cat
-        if len(self._cache) > self.cache_size:
-            # the least recently used snapshot goes; built again if asked for again
-            self._cache.popitem(last=False)
-            self.cache_evictions += 1
         return cat
 
     def _apply_mappings(self, snapshot: HistoricSnapshot) -> None:
