@@ -48,8 +48,10 @@ INVARIANTS
 
 from __future__ import annotations
 
+import os
 import struct
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..access.heaptuple import SizeofHeapTupleHeader
 from ..wal.bufpage import HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID
@@ -57,9 +59,33 @@ from ..wal.crc32c import crc32c
 from ..wal.records import BKPIMAGE_APPLY
 from ..wal.rmgr.common import DEFAULTTABLESPACE_OID, maxalign
 from ..wal.rmgr.layouts import (
+    SHAREDINVALRELCACHE_ID,
+    SHAREDINVALSNAPSHOT_ID,
+    XACT_XINFO_HAS_AE_LOCKS,
     XACT_XINFO_HAS_DBINFO,
+    XACT_XINFO_HAS_GID,
+    XACT_XINFO_HAS_INVALS,
     XACT_XINFO_HAS_SUBXACTS,
+    XACT_XINFO_HAS_TWOPHASE,
+    XLH_TRUNCATE_CASCADE,
+    XLH_TRUNCATE_RESTART_SEQS,
+    XLH_UPDATE_CONTAINS_NEW_TUPLE,
+    XLH_UPDATE_CONTAINS_OLD_KEY,
+    XLH_UPDATE_CONTAINS_OLD_TUPLE,
+    XLOG_CHECKPOINT_ONLINE,
+    XLOG_CHECKPOINT_REDO,
+    XLOG_CHECKPOINT_SHUTDOWN,
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP_HOT_UPDATE,
+    XLOG_HEAP_TRUNCATE,
+    XLOG_HEAP_UPDATE,
+    XLOG_STANDBY_LOCK,
+    XLOG_XACT_ABORT_PREPARED,
+    XLOG_XACT_COMMIT_PREPARED,
+    XLOG_XACT_INVALIDATIONS,
+    XLOG_XACT_PREPARE,
     XLH_DELETE_CONTAINS_OLD_KEY,
+    XLH_DELETE_CONTAINS_OLD_TUPLE,
     XLH_INSERT_CONTAINS_NEW_TUPLE,
     XLOG_HEAP_DELETE,
     XLOG_HEAP_INIT_PAGE,
@@ -72,7 +98,15 @@ from ..wal.rmgr.layouts import (
     XLOG_XACT_COMMIT,
     XLOG_XACT_HAS_INFO,
 )
-from ..wal.rmgr.names import RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
+from ..wal.rmgr.names import (
+    RM_HEAP2_ID,
+    RM_HEAP_ID,
+    RM_LOGICALMSG_ID,
+    RM_SMGR_ID,
+    RM_STANDBY_ID,
+    RM_XACT_ID,
+    RM_XLOG_ID,
+)
 from ..wal.xlogreader import (
     XLOG_PAGE_MAGIC,
     SizeOfXLogLongPHD,
@@ -82,7 +116,10 @@ from ..wal.xlogreader import (
 )
 
 __all__ = [
+    "RM_HEAP2_ID",
     "RM_HEAP_ID",
+    "RM_LOGICALMSG_ID",
+    "RM_SMGR_ID",
     "RM_STANDBY_ID",
     "RM_XACT_ID",
     "RM_XLOG_ID",
@@ -99,6 +136,27 @@ __all__ = [
     "xact_assignment",
     "xact_commit",
     "xlog_noop",
+    "checkpoint",
+    "checkpoint_redo",
+    "heap_new_cid",
+    "heap_truncate",
+    "heap_update",
+    "inval_catcache",
+    "inval_relcache",
+    "inval_snapshot",
+    "logical_message",
+    "smgr_create",
+    "standby_lock",
+    "xact_invalidations",
+    "xact_prepare",
+    "BuiltWal",
+    "BuiltWorkload",
+    "Layout",
+    "RecordSpec",
+    "layout",
+    "slot_state",
+    "write",
+    "write_segments",
 ]
 
 XLOG_BLCKSZ = 8192
@@ -395,7 +453,11 @@ def xlog_noop(size: int) -> Piece:
     return XLOG_NOOP, b"\0" * size, ()
 
 
-def _xact_tail(xinfo: int, dbid: int, tsid: int, subxacts: Sequence[int]) -> bytes:
+def _xact_tail(xinfo: int, dbid: int, tsid: int, subxacts: Sequence[int],
+               invals: Sequence[bytes] = (), twophase_xid: int = 0, gid: str = "") -> bytes:
+    """The xl_xact_* pieces after xl_xact_commit / xl_xact_abort, in XactLogCommitRecord's
+    order: xinfo, dbinfo, subxacts, (relfilelocators, dropped stats: never written here),
+    invalidations, two-phase xid, gid."""
     out = b""
     if xinfo:
         out += struct.pack("<I", xinfo)
@@ -403,32 +465,64 @@ def _xact_tail(xinfo: int, dbid: int, tsid: int, subxacts: Sequence[int]) -> byt
         out += struct.pack("<II", dbid, tsid)
     if xinfo & XACT_XINFO_HAS_SUBXACTS:
         out += struct.pack("<i%dI" % len(subxacts), len(subxacts), *subxacts)
+    if xinfo & XACT_XINFO_HAS_INVALS:
+        out += struct.pack("<i", len(invals)) + b"".join(invals)
+    if xinfo & XACT_XINFO_HAS_TWOPHASE:
+        out += struct.pack("<I", twophase_xid)
+        if xinfo & XACT_XINFO_HAS_GID:
+            out += gid.encode("utf-8") + b"\0"
     return out
 
 
 def xact_commit(xact_time: int, subxacts: Sequence[int] = (), dbid: int = 5,
-                tsid: int = DEFAULTTABLESPACE_OID, dbinfo: bool = True) -> Piece:
-    """XactLogCommitRecord without relations, invalidations, 2PC or origin.
+                tsid: int = DEFAULTTABLESPACE_OID, dbinfo: bool = True,
+                invals: Sequence[bytes] = (), twophase_xid: int = 0, gid: str = "",
+                ae_locks: bool = False) -> Piece:
+    """XactLogCommitRecord without relations to drop, dropped stats or origin.
 
     With wal_level=logical every commit carries its database (``dbinfo``);
-    ``subxacts`` are the committed children, ascending as xactGetCommittedChildren
-    gives them.
+    ``subxacts`` are the committed children in the order xactGetCommittedChildren
+    gives them (assignment order); ``invals`` the SharedInvalidationMessages
+    (``inval_relcache`` ...) of a catalog-changing transaction; with
+    ``twophase_xid`` the record is a COMMIT PREPARED of that transaction (``gid``
+    included, as with wal_level=logical; RecordTransactionCommitPrepared always sets
+    XACT_XINFO_HAS_AE_LOCKS).  ``ae_locks``: the transaction took an
+    AccessExclusiveLock (DDL, TRUNCATE).
     """
     xinfo = (XACT_XINFO_HAS_DBINFO if dbinfo else 0) | (
         XACT_XINFO_HAS_SUBXACTS if subxacts else 0)
-    info = XLOG_XACT_COMMIT | (XLOG_XACT_HAS_INFO if xinfo else 0)
-    return info, struct.pack("<q", xact_time) + _xact_tail(xinfo, dbid, tsid, subxacts), ()
+    if invals:
+        xinfo |= XACT_XINFO_HAS_INVALS
+    if ae_locks or twophase_xid:
+        xinfo |= XACT_XINFO_HAS_AE_LOCKS
+    op = XLOG_XACT_COMMIT
+    if twophase_xid:
+        xinfo |= XACT_XINFO_HAS_TWOPHASE | XACT_XINFO_HAS_GID
+        op = XLOG_XACT_COMMIT_PREPARED
+    info = op | (XLOG_XACT_HAS_INFO if xinfo else 0)
+    return info, struct.pack("<q", xact_time) + _xact_tail(
+        xinfo, dbid, tsid, subxacts, invals, twophase_xid, gid), ()
 
 
-def xact_abort(xact_time: int, subxacts: Sequence[int] = ()) -> Piece:
-    """XactLogAbortRecord without relations, dropped stats, 2PC or origin.
+def xact_abort(xact_time: int, subxacts: Sequence[int] = (), twophase_xid: int = 0,
+               gid: str = "", dbid: int = 5, tsid: int = DEFAULTTABLESPACE_OID,
+               ae_locks: bool = False) -> Piece:
+    """XactLogAbortRecord without relations, dropped stats or origin.
 
     A ROLLBACK TO SAVEPOINT writes one for the subtransaction (the record's xid is
-    the subxact's), listing its own committed children.
+    the subxact's), listing its own committed children.  With ``twophase_xid`` it is
+    a ROLLBACK PREPARED (database and gid included, as with wal_level=logical).
     """
     xinfo = XACT_XINFO_HAS_SUBXACTS if subxacts else 0
-    info = XLOG_XACT_ABORT | (XLOG_XACT_HAS_INFO if xinfo else 0)
-    return info, struct.pack("<q", xact_time) + _xact_tail(xinfo, 0, 0, subxacts), ()
+    if ae_locks or twophase_xid:
+        xinfo |= XACT_XINFO_HAS_AE_LOCKS
+    op = XLOG_XACT_ABORT
+    if twophase_xid:
+        xinfo |= XACT_XINFO_HAS_TWOPHASE | XACT_XINFO_HAS_GID | XACT_XINFO_HAS_DBINFO
+        op = XLOG_XACT_ABORT_PREPARED
+    info = op | (XLOG_XACT_HAS_INFO if xinfo else 0)
+    return info, struct.pack("<q", xact_time) + _xact_tail(
+        xinfo, dbid, tsid, subxacts, (), twophase_xid, gid), ()
 
 
 def xact_assignment(xtop: int, subxacts: Sequence[int]) -> Piece:
@@ -500,13 +594,443 @@ def heap_insert(rel: Tuple[int, int, int], blkno: int, offnum: int,
 
 def heap_delete(rel: Tuple[int, int, int], blkno: int, offnum: int, xmax: int,
                 old_key: Optional[Tuple[int, int, int, bytes]] = None,
-                infobits_set: int = 0, flags: int = 0) -> Piece:
+                infobits_set: int = 0, flags: int = 0, old_is_full: bool = False) -> Piece:
     """heap_delete's record: xl_heap_delete (+ xl_heap_header and the old key tuple
     with replica identity DEFAULT or INDEX: ``form_heap_tuple(..., for_insert=False)``
-    with the non-key columns NULL); block 0 without data."""
-    md = struct.pack("<IHBB", xmax, offnum, infobits_set,
-                     flags | (XLH_DELETE_CONTAINS_OLD_KEY if old_key is not None else 0))
+    with the non-key columns NULL; or, ``old_is_full``, the whole old tuple with
+    REPLICA IDENTITY FULL); block 0 without data."""
+    if old_key is not None:
+        flags |= XLH_DELETE_CONTAINS_OLD_TUPLE if old_is_full else XLH_DELETE_CONTAINS_OLD_KEY
+    md = struct.pack("<IHBB", xmax, offnum, infobits_set, flags)
     if old_key is not None:
         infomask2, infomask, hoff, body = old_key
         md += struct.pack("<HHB", infomask2, infomask, hoff) + body
     return XLOG_HEAP_DELETE, md, (Blk(0, rel=rel, blkno=blkno),)
+
+
+def heap_update(rel: Tuple[int, int, int], old_blkno: int, old_offnum: int, new_blkno: int,
+                new_offnum: int, old_xmax: int, new_tup: Tuple[int, int, int, bytes], *,
+                hot: bool = False, old_tuple: Optional[Tuple[int, int, int, bytes]] = None,
+                old_is_full: bool = False, init_page: bool = False, old_infobits_set: int = 0,
+                need_tuple_data: bool = True, new_xmax: int = 0, flags: int = 0) -> Piece:
+    """log_heap_update: xl_heap_update (+ xl_heap_header and the old key or old tuple),
+    block 0 the new page with xl_heap_header and the new tuple, block 1 the old page
+    when it is another one.
+
+    ``hot`` makes it XLOG_HEAP_HOT_UPDATE (same page, no indexed column changed: the
+    caller's decision).  ``need_tuple_data`` (RelationIsLogicallyLogged: a user table)
+    sets XLH_UPDATE_CONTAINS_NEW_TUPLE and the old key / old tuple flag; a catalog
+    update has none of them.  No prefix / suffix compression: PostgreSQL uses it only
+    when the tuple data is not needed (a catalog) and the page needs no full-page image,
+    and writing the whole tuple is as valid for redo.
+    """
+    if hot and old_blkno != new_blkno:
+        raise ValueError("a HOT update stays on its page")
+    info = (XLOG_HEAP_HOT_UPDATE if hot else XLOG_HEAP_UPDATE) | (
+        XLOG_HEAP_INIT_PAGE if init_page else 0)
+    if need_tuple_data:
+        flags |= XLH_UPDATE_CONTAINS_NEW_TUPLE
+        if old_tuple is not None:
+            flags |= XLH_UPDATE_CONTAINS_OLD_TUPLE if old_is_full else XLH_UPDATE_CONTAINS_OLD_KEY
+    md = struct.pack("<IHBBIH", old_xmax, old_offnum, old_infobits_set, flags, new_xmax,
+                     new_offnum)
+    if need_tuple_data and old_tuple is not None:
+        infomask2, infomask, hoff, body = old_tuple
+        md += struct.pack("<HHB", infomask2, infomask, hoff) + body
+    infomask2, infomask, hoff, body = new_tup
+    data = struct.pack("<HHB", infomask2, infomask, hoff) + body
+    blocks = [Blk(0, rel=rel, blkno=new_blkno, data=data, will_init=init_page)]
+    if old_blkno != new_blkno:
+        blocks.append(Blk(1, rel=rel, blkno=old_blkno, same_rel=True))
+    return info, md, tuple(blocks)
+
+
+def heap_truncate(dbid: int, relids: Sequence[int], cascade: bool = False,
+                  restart_seqs: bool = False, padding: bytes = b"\0\0\0") -> Piece:
+    """ExecuteTruncateGuts' xl_heap_truncate (XLOG_HEAP_TRUNCATE): the relation oids
+    of the logically logged relations truncated, no block reference.  ``padding``: the
+    3 bytes after ``flags`` (uninitialised in PostgreSQL)."""
+    flags = (XLH_TRUNCATE_CASCADE if cascade else 0) | (
+        XLH_TRUNCATE_RESTART_SEQS if restart_seqs else 0)
+    md = struct.pack("<IIB", dbid, len(relids), flags) + padding
+    md += struct.pack("<%dI" % len(relids), *relids)
+    return XLOG_HEAP_TRUNCATE, md, ()
+
+
+#: InvalidCommandId
+INVALID_CID = 0xFFFFFFFF
+
+
+def heap_new_cid(top_xid: int, cmin: int, cmax: int, combocid: int,
+                 locator: Tuple[int, int, int], tid: Tuple[int, int]) -> Piece:
+    """log_heap_new_cid (RM_HEAP2_ID, XLOG_HEAP2_NEW_CID): the command ids of a catalog
+    tuple the transaction inserted (cmin), deleted (cmax) or both (a combo cid);
+    ``INVALID_CID`` for the others."""
+    # ItemPointerData: BlockIdData (bi_hi, bi_lo uint16) + OffsetNumber
+    md = struct.pack("<IIII", top_xid, cmin, cmax, combocid) + struct.pack("<III", *locator)
+    md += struct.pack("<HHH", tid[0] >> 16, tid[0] & 0xFFFF, tid[1])
+    return XLOG_HEAP2_NEW_CID, md, ()
+
+
+def logical_message(dbid: int, transactional: bool, prefix: str, content: bytes,
+                    padding: bytes = b"\0\0\0") -> Piece:
+    """LogLogicalMessage (RM_LOGICALMSG_ID, XLOG_LOGICAL_MESSAGE): xl_logical_message
+    with the prefix NUL-terminated then the content.  ``padding``: the 3 bytes after
+    ``transactional``."""
+    pre = prefix.encode("utf-8") + b"\0"
+    md = struct.pack("<I?", dbid, transactional) + padding + struct.pack("<QQ", len(pre),
+                                                                         len(content))
+    return 0x00, md + pre + content, ()
+
+
+def standby_lock(locks: Sequence[Tuple[int, int, int]]) -> Piece:
+    """LogAccessExclusiveLocks (RM_STANDBY_ID, XLOG_STANDBY_LOCK): ``(xid, db, rel)``."""
+    md = struct.pack("<i", len(locks)) + b"".join(struct.pack("<III", *lk) for lk in locks)
+    return XLOG_STANDBY_LOCK, md, ()
+
+
+def inval_relcache(dbid: int, relid: int, padding: bytes = b"\0\0\0\0\0\0\0") -> bytes:
+    """SharedInvalRelcacheMsg (16 bytes: the union's size); ``padding`` the 3 bytes after
+    the id and the 4 after the message (uninitialised in PostgreSQL)."""
+    return struct.pack("<b", SHAREDINVALRELCACHE_ID) + padding[:3] + struct.pack(
+        "<II", dbid, relid) + padding[3:7]
+
+
+def inval_snapshot(dbid: int, relid: int, padding: bytes = b"\0\0\0\0\0\0\0") -> bytes:
+    """SharedInvalSnapshotMsg (16 bytes)."""
+    return struct.pack("<b", SHAREDINVALSNAPSHOT_ID) + padding[:3] + struct.pack(
+        "<II", dbid, relid) + padding[3:7]
+
+
+def inval_catcache(cache_id: int, dbid: int, hash_value: int,
+                   padding: bytes = b"\0\0\0\0\0\0\0") -> bytes:
+    """SharedInvalCatcacheMsg (16 bytes)."""
+    return struct.pack("<b", cache_id) + padding[:3] + struct.pack(
+        "<II", dbid, hash_value) + padding[3:7]
+
+
+def xact_invalidations(msgs: Sequence[bytes]) -> Piece:
+    """LogLogicalInvalidations (XLOG_XACT_INVALIDATIONS): a command's invalidation
+    messages, logged at its end with wal_level=logical."""
+    return XLOG_XACT_INVALIDATIONS, struct.pack("<i", len(msgs)) + b"".join(msgs), ()
+
+
+def smgr_create(locator: Tuple[int, int, int], fork: int = 0) -> Piece:
+    """log_smgrcreate (RM_SMGR_ID, XLOG_SMGR_CREATE): a new relation file."""
+    return 0x10, struct.pack("<IIIi", *locator, fork), ()
+
+
+#: access/twophase.c TWOPHASE_MAGIC; twophase_rmgr.h ids
+TWOPHASE_MAGIC = 0x57F94534
+TWOPHASE_RM_END_ID = 0
+TWOPHASE_RM_LOCK_ID = 1
+
+
+def _pad8(b: bytes) -> bytes:
+    return b + bytes(-len(b) % 8)
+
+
+def xact_prepare(xid: int, dbid: int, prepared_at: int, gid: str,
+                 subxacts: Sequence[int] = (), invals: Sequence[bytes] = (),
+                 locks: Sequence[Tuple[int, int, int]] = (), owner: int = 10) -> Piece:
+    """EndPrepare's XLOG_XACT_PREPARE: the two-phase state file as one record.
+
+    StartPrepare's header (xl_xact_prepare), the gid, the subxacts, (relations and
+    stats: none), the invalidation messages -- each MAXALIGNed (save_state_data) --
+    then the TwoPhaseRecordOnDisk list: one TWOPHASE_RM_LOCK_ID record per lock
+    ``(locktag_field1, locktag_field2, lockmode)`` of a relation lock (the
+    transaction's own xid lock is not written here) and the end sentinel.
+    ``total_len`` counts the state file's CRC too.
+    """
+    g = gid.encode("utf-8") + b"\0"
+    body = _pad8(g)
+    body += _pad8(struct.pack("<%dI" % len(subxacts), *subxacts))
+    body += _pad8(b"".join(invals))
+    for f1, f2, mode in locks:
+        body += struct.pack("<IBxH", 20, TWOPHASE_RM_LOCK_ID, 0)
+        body += _pad8(struct.pack("<IIIHBBi", f1, f2, 0, 0, 0, 1, mode))
+    body += struct.pack("<IBxH", 0, TWOPHASE_RM_END_ID, 0)
+    total = 72 + len(body) + 4
+    head = struct.pack("<IIIIqIiiiiii?xHQq", TWOPHASE_MAGIC, total, xid, dbid, prepared_at,
+                       owner, len(subxacts), 0, 0, 0, 0, len(invals), False, len(g), 0, 0)
+    return XLOG_XACT_PREPARE, head + body, ()
+
+
+def checkpoint(major: int, redo: int, next_xid: int, next_oid: int, time: int,
+               oldest_active_xid: int, *, oldest_xid: int = 3, oldest_xid_db: int = 1,
+               epoch: int = 0, next_multi: int = 1, next_multi_offset: int = 0,
+               shutdown: bool = False, tli: int = 1) -> Piece:
+    """CreateCheckPoint's CheckPoint (XLOG_CHECKPOINT_ONLINE, or _SHUTDOWN): 88 bytes,
+    with ``wal_level`` (logical) from 17 on.  ``time`` is a pg_time_t (seconds)."""
+    if major >= 17:
+        head = struct.pack("<QII?3xi", redo, tli, tli, True, 2)
+    else:
+        head = struct.pack("<QII?7x", redo, tli, tli, True)
+    md = head + struct.pack("<QIIIIIIIxxxxqIIIxxxx", (epoch << 32) | next_xid, next_oid,
+                            next_multi, next_multi_offset, oldest_xid, oldest_xid_db, 1, 1,
+                            time, 0, 0, oldest_active_xid)
+    assert len(md) == 88, len(md)
+    return (XLOG_CHECKPOINT_SHUTDOWN if shutdown else XLOG_CHECKPOINT_ONLINE), md, ()
+
+
+def checkpoint_redo(wal_level: int = 2) -> Piece:
+    """XLOG_CHECKPOINT_REDO (17+): where an online checkpoint's redo starts."""
+    return XLOG_CHECKPOINT_REDO, struct.pack("<i", wal_level), ()
+
+
+# ---------------------------------------------------------------------------------------
+# workloads laid out and written: walbuilder.write
+# ---------------------------------------------------------------------------------------
+
+SLOT_NAME = "pglogical_testkit"
+#: ReplicationSlotOnDisk version by major (slot.c SLOT_VERSION)
+SLOT_VERSION = {15: 2, 16: 3, 17: 5, 18: 5}
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """What one record holds: resource manager, info (op bits only), xid, main data and
+    block 0's data (None: no block reference).  ``strategies.wal_records`` draws them
+    with bodies valid for their resource manager."""
+
+    rmid: int
+    info: int
+    xid: int
+    main_data: bytes
+    block_data: Optional[bytes] = None
+    blocks: Tuple[Blk, ...] = ()
+    toplevel_xid: int = 0
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class BuiltWal:
+    """WAL written by ``WalBuilder``: the segments and where each record is.
+
+    ``specs[i]`` is record ``i`` as written (pad and switch records included);
+    ``start_lsn`` is the first record's LSN (where a reader must start when it is in
+    mid-segment), ``end_lsn`` the end of WAL.
+    """
+
+    builder: WalBuilder
+    specs: Tuple[RecordSpec, ...]
+    switches: Tuple[int, ...]
+
+    @property
+    def lsns(self) -> List[int]:
+        return self.builder.lsns
+
+    @property
+    def end_lsns(self) -> List[int]:
+        return self.builder.end_lsns
+
+    @property
+    def start_lsn(self) -> int:
+        return self.builder.start_lsn
+
+    @property
+    def end_lsn(self) -> int:
+        return self.builder.pos
+
+    @property
+    def major(self) -> int:
+        return self.builder.major
+
+    @property
+    def segment_size(self) -> int:
+        return self.builder.seg_size
+
+    def segments(self) -> List[Tuple[str, bytes]]:
+        return self.builder.segments()
+
+    def write(self, directory: str) -> List[str]:
+        """The segment files written into ``directory`` (created); their paths."""
+        return write_segments(self.builder, directory)
+
+
+def write_segments(builder: WalBuilder, directory: str) -> List[str]:
+    """Each segment ``builder`` wrote, as a full-size file in ``directory`` (the pages
+    never written left as holes of a sparse file where the file system has them)."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for segno in sorted(builder.segs):
+        name = wal_file_name(builder.tli, segno, builder.seg_size)
+        path = os.path.join(directory, name)
+        data = builder.segs[segno]
+        with open(path, "wb") as f:
+            f.truncate(builder.seg_size)
+            last = len(data.rstrip(b"\0"))
+            f.write(memoryview(data)[:(last + XLOG_BLCKSZ - 1) // XLOG_BLCKSZ * XLOG_BLCKSZ])
+        paths.append(path)
+    return paths
+
+
+class Layout:
+    """A workload's planned records laid out for one PostgreSQL major and segment size:
+    ``recs`` are the records written (each with ``lsn`` / ``end_lsn``), ``builder`` holds
+    the segments."""
+
+    def __init__(self, plan: Any, major: int, segment_size: int, builder: WalBuilder,
+                 recs: List[Any]) -> None:
+        self.plan = plan
+        self.major = major
+        self.segment_size = segment_size
+        self.builder = builder
+        self.recs = recs
+
+    @property
+    def restart_lsn(self) -> int:
+        """The slot's restart_lsn: the first running_xacts (nothing running)."""
+        return int(self.recs[0].lsn)
+
+    @property
+    def confirmed_flush(self) -> int:
+        """The slot's confirmed_flush when created: the end of that record
+        (DecodingContextFindStartpoint)."""
+        return int(self.recs[0].end_lsn)
+
+    @property
+    def end_lsn(self) -> int:
+        return int(self.recs[-1].end_lsn)
+
+
+def layout(workload: Any, pg_major: int = 15, segment_size: int = 1024 * 1024,
+           plan: Any = None) -> Layout:
+    """Lay ``workload`` out as ``pg_major`` WAL in segments of ``segment_size`` bytes, in
+    memory (``write`` also writes the files)."""
+    from ._server import plan as make_plan
+
+    if pg_major not in XLOG_PAGE_MAGIC:
+        raise ValueError(f"unsupported major {pg_major}")
+    if (segment_size < 1 << 20 or segment_size > 1 << 30
+            or segment_size & (segment_size - 1)):
+        raise ValueError(f"segment_size {segment_size} is not a power of two between "
+                         "1 MB and 1 GB")
+    p = plan if plan is not None else make_plan(workload, majors=(pg_major,))
+    start: Optional[int] = None
+    tail = int(getattr(workload, "wal_tail", 0) or 0)
+    if tail:
+        tail = max(XLOG_BLCKSZ, min(tail, segment_size - XLOG_BLCKSZ))
+        start = 2 * segment_size - tail // XLOG_BLCKSZ * XLOG_BLCKSZ
+    w = WalBuilder(seg_size=segment_size, major=pg_major, start_segno=1, start_lsn=start)
+    recs = [r for r in p.records if not r.majors or pg_major in r.majors]
+
+    def lsn_of(index: int) -> int:
+        return int(p.records[index].lsn)
+
+    for rec in recs:
+        if rec.kind == "switch":
+            rec.lsn = w.switch()
+        else:
+            info, md, blocks = rec.body(pg_major, lsn_of)
+            rec.lsn = w.add(rmid=rec.rmid, info=info, xid=rec.xid, main_data=md,
+                            blocks=blocks, toplevel_xid=rec.toplevel_xid or None)
+        rec.end_lsn = w.end_lsns[-1]
+    return Layout(p, pg_major, segment_size, w, recs)
+
+
+def slot_state(major: int, restart_lsn: int, confirmed_flush: int, catalog_xmin: int,
+               database: int = 5, two_phase: bool = False, name: str = SLOT_NAME) -> bytes:
+    """A ``pg_replslot/<slot>/state`` file (ReplicationSlotOnDisk) as SaveSlotToPath
+    writes it: magic, CRC-32C of what follows the first 8 bytes, version, length, then
+    ReplicationSlotPersistentData (184 bytes on x86-64 for 15-18)."""
+    data = bytearray(184)
+    struct.pack_into("<64sIiIIQ", data, 0, name.encode(), database, 0, 0, catalog_xmin,
+                     restart_lsn)
+    struct.pack_into("<QQ?64s", data, 96, confirmed_flush, 0, two_phase, b"test_decoding")
+    rest = struct.pack("<II", SLOT_VERSION[major], len(data)) + bytes(data)
+    return struct.pack("<II", 0x1051CA1, crc32c(rest)) + rest
+
+
+class BuiltWorkload:
+    """What ``write`` wrote: a WAL directory, a catalog directory, a slot state file and
+    serialized snapshots, and what decoding them must give.
+
+    ``wal_dir``, ``catalog_path``, ``slot_state_path``, ``snapshot_dir`` are paths;
+    ``restart_lsn`` (the slot's: its first running_xacts), ``start_lsn`` (its
+    confirmed_flush) and ``end_lsn`` (the end of the last record) are ``X/X`` strings.
+    ``expected()`` is the rows test_decoding prints (include-xids=1,
+    skip-empty-xacts=0, slot not two-phase) as ``(lsn, xid, data)``, computed by the
+    model (model.py) from the planned records and their LSNs -- never by decoding.
+    """
+
+    def __init__(self, directory: str, lay: Layout) -> None:
+        from ..lsn import format_lsn
+        from . import model
+
+        self.directory = directory
+        self.layout = lay
+        self.plan = lay.plan
+        self.major = lay.major
+        self.segment_size = lay.segment_size
+        self.wal_dir = os.path.join(directory, "wal")
+        self.catalog_path = os.path.join(directory, "catalog")
+        self.slot_state_path = os.path.join(directory, "slot.state")
+        self.snapshot_dir = os.path.join(directory, "snapshots")
+        self.restart_lsn = format_lsn(lay.restart_lsn)
+        self.start_lsn = format_lsn(lay.confirmed_flush)
+        self.end_lsn = format_lsn(lay.end_lsn)
+        #: the session from the slot's start: rows, candidates, serialized snapshots
+        self.session = model.session(lay, lay.restart_lsn, lay.confirmed_flush)
+
+    def expected(self, restart_lsn: Any = None, start_lsn: Any = None,
+                 end_lsn: Any = None) -> List[Tuple[str, int, bytes]]:
+        """The rows ``pg_logical_slot_peek_changes`` returns for this WAL with the slot
+        at ``restart_lsn`` / confirmed at ``start_lsn`` (default: the slot's), up to
+        ``end_lsn`` (upto_lsn; default: all).  A ``restart_lsn`` other than the slot's
+        must be a serialization point (``candidates()``)."""
+        from ..lsn import parse_lsn
+        from . import model
+
+        def lsn(v: Any, default: int) -> int:
+            if v is None:
+                return default
+            return parse_lsn(v) if isinstance(v, str) else int(v)
+
+        restart = lsn(restart_lsn, self.layout.restart_lsn)
+        start = lsn(start_lsn, self.layout.confirmed_flush)
+        upto = lsn(end_lsn, 0)
+        snap = self.session.snapshots.get(restart)
+        return model.expected_rows(self.layout, restart, start, upto, snap)
+
+    def candidates(self) -> List[Any]:
+        """The candidates the slot's first session hands the slot (model.Candidate)."""
+        return self.session.candidates
+
+    def __repr__(self) -> str:
+        return "BuiltWorkload(%s, PG%d, %s..%s)" % (self.directory, self.major,
+                                                     self.restart_lsn, self.end_lsn)
+
+
+def write(workload: Any, directory: str, pg_major: int = 15,
+          segment_size: int = 1024 * 1024) -> BuiltWorkload:
+    """Write ``workload`` (``workload.Workload``) below ``directory``: ``wal/`` (the
+    segments, ``pg_major`` format, ``segment_size`` bytes each), ``catalog/`` (a physical
+    catalog directory made from the workload's tables and its DDL: every tuple version,
+    pg_xact, relation maps), ``slot.state`` (the slot created at the WAL's first
+    record) and ``snapshots/`` (what the snapshot builder serializes at each
+    running_xacts: ``pg_logical/snapshots``).  Returns a ``BuiltWorkload``.
+
+    ``pglogical-py decode WAL_DIR --catalog CATALOG_PATH`` with
+    ``--restart-lsn/--start-lsn/--end-lsn`` or ``--slot-state SLOT_STATE_PATH
+    --end-lsn`` decodes it, DDL included."""
+    from ..adapters.datadir import write_datadir_subset
+    from . import model
+
+    lay = layout(workload, pg_major, segment_size)
+    os.makedirs(directory, exist_ok=True)
+    out = BuiltWorkload(directory, lay)
+    write_segments(lay.builder, out.wal_dir)
+    p = lay.plan
+    cat = p.catalogs[pg_major]
+    write_datadir_subset(cat.files(p.statuses, lay.end_lsn, p.next_xid, p.epoch),
+                         out.catalog_path)
+    with open(out.slot_state_path, "wb") as f:
+        f.write(slot_state(pg_major, lay.restart_lsn, lay.confirmed_flush,
+                           workload.first_xid))
+    os.makedirs(out.snapshot_dir, exist_ok=True)
+    for lsn, state in out.session.snapshots.items():
+        name = "%X-%X.snap" % (lsn >> 32, lsn & 0xFFFFFFFF)
+        with open(os.path.join(out.snapshot_dir, name), "wb") as f:
+            f.write(model.serialized_snapshot(state, pg_major))
+    return out
