@@ -9,8 +9,9 @@ NOTES
     byte, or a tag of 2 bytes (length 3..17) or 3 bytes (length 18..273) with an offset
     of 1..4095 back into the output.  ``pglz_decompress`` (ours, PostgreSQL's) restores
     the input from it.  The matches are found greedily through a dict of the last
-    position of each 3-byte sequence -- not PostgreSQL's hash chains, so the bytes differ
-    from what a server writes for the same value; only validity matters here.
+    position of each 3-byte sequence (literals and match ends), extended by slice
+    comparisons -- not PostgreSQL's hash chains, so the bytes differ from what a server
+    writes for the same value; only validity matters here.
 
     Acceptance follows PGLZ_strategy_default: inputs shorter than 32 bytes are not
     compressed; compression gives up when no match was found in the first 1024 bytes,
@@ -61,14 +62,19 @@ def compress(src: bytes) -> Optional[bytes]:
         match_len = 0
         match_off = 0
         if i + 3 <= n:
-            key = src[i:i + 3]
-            j = last.get(key)
+            j = last.get(src[i:i + 3])
             if j is not None and i - j <= MAX_OFFSET:
+                # extend the match by slices (C-speed compares): doubling, then halving
                 limit = min(MAX_MATCH, n - i)
-                k = 3
-                while k < limit and src[j + k] == src[i + k]:
-                    k += 1
-                match_len, match_off = k, i - j
+                lo, step = 3, 8
+                while lo + step <= limit and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]:
+                    lo += step
+                    step *= 2
+                while step > 1:
+                    step //= 2
+                    if lo + step <= limit and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]:
+                        lo += step
+                match_len, match_off = lo, i - j
         if match_len >= 3:
             found = True
             out[ctrl_pos] |= ctrl_bit
@@ -77,9 +83,13 @@ def compress(src: bytes) -> Optional[bytes]:
                               match_len - 18))
             else:
                 out += bytes((((match_off >> 4) & 0xF0) | (match_len - 3), match_off & 0xFF))
-            for p in range(i, min(i + match_len, n - 2)):
-                last[src[p:p + 3]] = p
-            i += match_len
+            # the history learns the match's start and last positions only (PostgreSQL
+            # adds every position: slower here, and the output is valid either way)
+            last[src[i:i + 3]] = i
+            end = i + match_len
+            if end - 3 > i and end <= n:
+                last[src[end - 3:end]] = end - 3
+            i = end
         else:
             if i + 3 <= n:
                 last[src[i:i + 3]] = i
@@ -91,9 +101,22 @@ def compress(src: bytes) -> Optional[bytes]:
     return bytes(out)
 
 
+_MEMO: Dict[bytes, Optional[bytes]] = {}
+
+
 def compress_datum(value: bytes) -> Optional[bytes]:
     """toast_compress_datum: a compressed 4-byte-header varlena (va_header, va_tcinfo,
-    data), or None when the value is not worth compressing."""
+    data), or None when the value is not worth compressing.  Results are memoised (a
+    test draws, plans and writes the same values several times)."""
+    if value in _MEMO:
+        return _MEMO[value]
+    if len(_MEMO) > 512:
+        _MEMO.clear()
+    got = _MEMO[value] = _compress_datum(value)
+    return got
+
+
+def _compress_datum(value: bytes) -> Optional[bytes]:
     data = compress(value)
     if data is None or len(data) + 8 >= len(value) - 2:
         return None
