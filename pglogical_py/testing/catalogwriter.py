@@ -269,12 +269,11 @@ class _Heap:
                   for c in self.columns]
         return form_tuple(self.attrs, datums, for_insert=False)
 
-    def place(self, size: int) -> Tuple[int, int]:
+    def place(self) -> Tuple[int, int]:
         """A (block, offset) for a tuple: the last page while it holds fewer than
         ``TUPLES_PER_PAGE`` tuples, else a new one -- a count, not a size, so that the
-        same rows get the same tids in every major (the layouts' row sizes differ)."""
-        if size > _PAGE_ROOM // TUPLES_PER_PAGE - 4:
-            raise ValueError(f"a catalog tuple of {size} bytes is too long for {self.name}")
+        same rows get the same tids in every major (the layouts' row sizes differ;
+        ``render`` checks that they fit)."""
         if not self.pages or len(self.pages[-1]) >= TUPLES_PER_PAGE:
             self.pages.append([])
         return len(self.pages) - 1, len(self.pages[-1]) + 1
@@ -336,7 +335,7 @@ class CatalogWriter:
 
     def _add_frozen(self, catalog: str, row: Dict[str, Any]) -> Tuple[int, int]:
         heap = self.heaps[catalog]
-        tid = heap.place(len(heap.form(row)[3]) + SizeofHeapTupleHeader)
+        tid = heap.place()
         heap.pages[tid[0]].append(CatalogTupleVersion(dict(row), tid, FROZEN_XID, 0,
                                                        HEAP_XMIN_FROZEN | HEAP_XMAX_INVALID))
         return tid
@@ -443,7 +442,7 @@ class CatalogWriter:
     def insert(self, catalog: str, row: Dict[str, Any], xid: int, cid: int) -> NewCid:
         """heap_insert of a catalog row by ``xid`` at command ``cid``."""
         heap = self.heaps[catalog]
-        tid = heap.place(len(heap.form(row)[3]) + SizeofHeapTupleHeader)
+        tid = heap.place()
         heap.pages[tid[0]].append(CatalogTupleVersion(dict(row), tid, xid, cid,
                                                        HEAP_XMAX_INVALID))
         return NewCid(heap.locator, tid, cid, INVALID_CID, INVALID_CID)
@@ -467,7 +466,7 @@ class CatalogWriter:
             old.cid = cid
         old.xmax = xid
         old.infomask &= ~HEAP_XMAX_INVALID
-        new_tid = heap.place(len(heap.form(row)[3]) + SizeofHeapTupleHeader)
+        new_tid = heap.place()
         new = CatalogTupleVersion(dict(row), new_tid, xid, cid,
                                   HEAP_XMAX_INVALID | HEAP_UPDATED)
         heap.pages[new_tid[0]].append(new)
@@ -483,10 +482,12 @@ class CatalogWriter:
     # -- files -----------------------------------------------------------------------------
 
     def files(self, statuses: Mapping[int, int], lsn: int, next_xid: int,
-              epoch: int = 0) -> Dict[str, bytes]:
+              epoch: int = 0, first_xid: int = 0) -> Dict[str, bytes]:
         """The catalog directory as ``{relpath: bytes}`` (see the module docstring).
         ``statuses``: xid -> clog status (1 committed, 2 aborted) of every transaction
-        that ended; ``lsn`` where the copy was taken (the end of the WAL)."""
+        that ended; ``lsn`` where the copy was taken (the end of the WAL); the pg_xact
+        pages of every xid from ``first_xid`` to ``next_xid`` exist (zero: in
+        progress)."""
         major = self.major
         out: Dict[str, bytes] = {"PG_VERSION": b"%d\n" % major}
         local: Dict[int, int] = {}
@@ -498,7 +499,7 @@ class CatalogWriter:
                 (shared if heap.shared else local)[heap.oid] = heap.filenode
         out["global/pg_filenode.map"] = RelMap(shared).to_bytes(major)
         out["base/%d/pg_filenode.map" % DATABASE_OID] = RelMap(local).to_bytes(major)
-        out.update(clog_files(statuses))
+        out.update(clog_files(statuses, first_xid or next_xid, next_xid))
         version = server_version_num(major)
         meta = {
             "format": "pglogical_py physical catalog 1",
@@ -515,17 +516,31 @@ class CatalogWriter:
         return out
 
 
-def clog_files(statuses: Mapping[int, int]) -> Dict[str, bytes]:
-    """pg_xact segment files holding ``statuses`` (xid -> 2-bit status); each file
-    stops after its last page written (clog.py reads missing pages as zeros)."""
+def clog_files(statuses: Mapping[int, int], first_xid: int = 0,
+               next_xid: int = 0) -> Dict[str, bytes]:
+    """pg_xact segment files holding ``statuses`` (xid -> 2-bit status), with the pages
+    of every xid in ``[first_xid, next_xid)`` (modulo 2**32) present; each file stops
+    after its last page written (clog.py reads missing pages as zeros)."""
+    per_page = BLCKSZ * 4
     segs: Dict[int, bytearray] = {}
-    for xid, status in statuses.items():
-        page, in_page = divmod(xid, BLCKSZ * 4)
-        seg = page // 32
-        off = (page % 32) * BLCKSZ + in_page // 4
-        buf = segs.setdefault(seg, bytearray())
+
+    def page_of(xid: int) -> Tuple[bytearray, int]:
+        page, in_page = divmod(xid, per_page)
+        buf = segs.setdefault(page // 32, bytearray())
         end = ((page % 32) + 1) * BLCKSZ
         if len(buf) < end:
             buf += bytes(end - len(buf))
+        return buf, (page % 32) * BLCKSZ + in_page // 4
+
+    if first_xid and next_xid:
+        x = first_xid
+        while True:
+            page_of(x)
+            if ((next_xid - x) & 0xFFFFFFFF) <= per_page:
+                page_of((next_xid - 1) & 0xFFFFFFFF or 3)
+                break
+            x = (x + per_page) & 0xFFFFFFFF
+    for xid, status in statuses.items():
+        buf, off = page_of(xid)
         buf[off] |= (status & 3) << ((xid % 4) * 2)
     return {"pg_xact/%04X" % seg: bytes(buf) for seg, buf in segs.items()}

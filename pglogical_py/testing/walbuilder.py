@@ -1023,8 +1023,8 @@ def write(workload: Any, directory: str, pg_major: int = 15,
     write_segments(lay.builder, out.wal_dir)
     p = lay.plan
     cat = p.catalogs[pg_major]
-    write_datadir_subset(cat.files(p.statuses, lay.end_lsn, p.next_xid, p.epoch),
-                         out.catalog_path)
+    write_datadir_subset(cat.files(p.statuses, lay.end_lsn, p.next_xid, p.epoch,
+                                   workload.first_xid), out.catalog_path)
     with open(out.slot_state_path, "wb") as f:
         f.write(slot_state(pg_major, lay.restart_lsn, lay.confirmed_flush,
                            workload.first_xid))
