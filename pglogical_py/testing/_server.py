@@ -68,7 +68,7 @@ from .catalogwriter import (
 )
 from .workload import TYPES, Column, Step, Table, Workload, format_value
 
-__all__ = ["Plan", "Rec", "plan", "TOAST_TUPLE_THRESHOLD", "TOAST_MAX_CHUNK_SIZE"]
+__all__ = ["Plan", "Rec", "Replay", "plan", "TOAST_TUPLE_THRESHOLD", "TOAST_MAX_CHUNK_SIZE"]
 
 TOAST_TUPLE_THRESHOLD = 2032
 TOAST_TUPLE_TARGET = 2032
@@ -1384,6 +1384,77 @@ class _Server:
         rec.subxacts = tuple(top.children)
         t.status = "aborted"
         self._finish(t, False)
+
+
+class Replay:
+    """The server model driven one step at a time (the strategies draw each step from
+    what the state allows): ``apply(step)`` raises ValueError for a step a server
+    would refuse, leaving the state as it was only for checks made before any change
+    (the strategies only apply steps the queries below allow)."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.server = _Server(workload, majors=(15,))
+        self.server.running_xacts()
+        self.steps: List[Step] = []
+
+    def apply(self, step: Step) -> None:
+        srv = self.server
+        srv.step_no = len(self.steps)
+        getattr(srv, "do_" + step.kind)(step)
+        self.steps.append(step)
+
+    # -- queries -----------------------------------------------------------------------
+
+    def status(self, txn: int) -> str:
+        """'new' (not begun), 'open', 'prepared', 'committed' or 'aborted'."""
+        t = self.server.txns.get(txn)
+        return "new" if t is None else t.status
+
+    @property
+    def next_txn(self) -> int:
+        return len(self.server.txns)
+
+    def open_txns(self) -> List[int]:
+        return [i for i, t in self.server.txns.items() if t.status == "open"]
+
+    def prepared_txns(self) -> List[int]:
+        return [i for i, t in self.server.txns.items() if t.status == "prepared"]
+
+    def depth(self, txn: int) -> int:
+        """Open savepoints of ``txn`` (0 for a new one)."""
+        t = self.server.txns.get(txn)
+        return 0 if t is None else len(t.stack) - 1
+
+    def subxids(self, txn: int) -> int:
+        t = self.server.txns.get(txn)
+        return 0 if t is None else max(0, len(t.all_xids) - 1)
+
+    def columns(self, txn: int, table: str) -> List[Tuple[str, str]]:
+        """(name, type) of the columns ``txn`` sees, key first."""
+        ts = self.server.tables[table]
+        return [(a.name, a.type) for a in ts.schema_for(txn).live()]
+
+    def can_dml(self, txn: int, table: str) -> bool:
+        ts = self.server.tables[table]
+        return ts.exclusive < 0 or ts.exclusive == txn
+
+    def can_ddl(self, txn: int, table: str) -> bool:
+        ts = self.server.tables[table]
+        return (self.depth(txn) == 0 and not (ts.lockers - {txn})
+                and (ts.exclusive < 0 or ts.exclusive == txn))
+
+    def keys(self, txn: int, table: str) -> List[int]:
+        """Keys of the rows ``txn`` may change (not changed by another open
+        transaction)."""
+        ts = self.server.tables[table]
+        return sorted(k for k, r in ts.rows.items()
+                      if r is not None and r.vals and (r.owner < 0 or r.owner == txn))
+
+    def key_used(self, table: str, key: int) -> bool:
+        return key in self.server.tables[table].keys_used
+
+    def gids(self) -> List[str]:
+        return [t.gid for t in self.server.txns.values() if t.gid]
 
 
 def plan(workload: Workload, majors: Sequence[int] = (15, 16, 17, 18)) -> Plan:
