@@ -67,12 +67,14 @@ def compress(src: bytes) -> Optional[bytes]:
                 # extend the match by slices (C-speed compares): doubling, then halving
                 limit = min(MAX_MATCH, n - i)
                 lo, step = 3, 8
-                while lo + step <= limit and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]:
+                while (lo + step <= limit
+                       and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]):
                     lo += step
                     step *= 2
                 while step > 1:
                     step //= 2
-                    if lo + step <= limit and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]:
+                    if (lo + step <= limit
+                            and src[j + lo:j + lo + step] == src[i + lo:i + lo + step]):
                         lo += step
                 match_len, match_off = lo, i - j
         if match_len >= 3:

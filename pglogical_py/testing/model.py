@@ -253,8 +253,7 @@ def session(layout: Any, restart_lsn: int, start_lsn: int = 0, upto_lsn: int = 0
         committed = list(snapshot.committed)
         snap_xmin = b_xmin
         current_restart = r0.lsn
-        for x in snapshot.catchange:
-            pass  # catalog-changing running transactions: nothing output depends on it
+        # snapshot.catchange (catalog-changing running transactions): no row depends on it
     else:
         raise ValueError(f"{format_lsn(restart_lsn)}: transactions are running there and no "
                          "serialized snapshot was given")

@@ -475,7 +475,7 @@ def run(built: Any, consumer_factory: Callable[[Store], Any],
         crash = pending.pop(0) if pending else None
         lost = [False]
 
-        def feedback(lsn: int) -> None:
+        def feedback(lsn: int, lost: List[bool] = lost) -> None:
             if not lost[0]:
                 slot.confirm(int(lsn))
 
