@@ -96,7 +96,7 @@ def _endpos_checks(built: Any, rows: List[Any], data: Any) -> None:
         assert replication.endpos_position(rows, endpos) == where, (where, endpos)
         consumers: List[Any] = []
 
-        def make(store: Any, endpos: int = endpos) -> Any:
+        def make(store: Any, endpos: int = endpos, consumers: List[Any] = consumers) -> Any:
             c = replication.ReferenceConsumer(store, endpos)
             consumers.append(c)
             return c
@@ -193,6 +193,32 @@ def _committing_after(rows: List[Any], start: int) -> List[Any]:
                 out += cur
             cur = []
     return out
+
+
+RECORD_EXAMPLES = int(os.environ.get("PGLOGICAL_TESTKIT_RECORD_EXAMPLES", "100"))
+
+
+@settings(KIT, max_examples=RECORD_EXAMPLES)
+@given(pst.segments(major=15))
+def test_pg_waldump_describes_every_generated_record(built: Any) -> None:
+    """pg_waldump 15, describing mode, over WAL of the record strategies (every rmgr
+    kind ``wal_records`` draws, padding and XLOG_SWITCH, 1 MB and 16 MB segments, a
+    start near a segment's end): no error, one line per record."""
+    if not os.path.exists(PG_WALDUMP):
+        pytest.skip("no pg_waldump 15")
+    tmp = tempfile.mkdtemp(prefix="pglogical-kit-")
+    try:
+        built.write(tmp)
+        out = subprocess.run([PG_WALDUMP, "-p", tmp, "-s", format_lsn(built.start_lsn),
+                              "-e", format_lsn(built.end_lsn)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and not out.stderr, out.stderr[-2000:]
+        lines = out.stdout.splitlines()
+        assert len(lines) == len(built.lsns), out.stdout[-2000:]
+        for line, lsn in zip(lines, built.lsns):
+            assert (" lsn: %s," % format_lsn(lsn)) in line, line
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_the_default_strategy_draws_every_shape() -> None:
