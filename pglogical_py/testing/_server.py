@@ -380,7 +380,9 @@ class _Server:
 
     def cat_update(self, catalog: str, tid: Tuple[int, int], row: Dict[str, Any], xid: int,
                    cid: int) -> Tuple[NewCid, NewCid]:
-        got = [cw.update(catalog, tid, row, xid, cid) for cw in self.cats.values()]
+        aborted = {x for x, status in self.plan.statuses.items() if status == 2}
+        got = [cw.update(catalog, tid, row, xid, cid, aborted=aborted)
+               for cw in self.cats.values()]
         assert all(g[1].tid == got[0][1].tid for g in got)
         return got[0]
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..catalog._catalog_layouts import CATALOG_LAYOUTS
 from ..catalog.relmapper import RelMap
@@ -448,12 +448,15 @@ class CatalogWriter:
         return NewCid(heap.locator, tid, cid, INVALID_CID, INVALID_CID)
 
     def update(self, catalog: str, tid: Tuple[int, int], row: Dict[str, Any], xid: int,
-               cid: int, own_xids: Sequence[int] = ()) -> Tuple[NewCid, NewCid]:
+               cid: int, own_xids: Sequence[int] = (),
+               aborted: Container[int] = ()) -> Tuple[NewCid, NewCid]:
         """heap_update of the version at ``tid`` by top-level transaction ``xid``
         (``own_xids``: its xids, which make a combo cid when they inserted that version).
-        Returns the NEW_CIDs of the old and the new version."""
+        A version whose xmax is one of the ``aborted`` xids is live again: heap_update
+        overwrites that xmax, its cid and its ctid.  Returns the NEW_CIDs of the old and
+        the new version."""
         old = self.get(catalog, tid)
-        if old.xmax:
+        if old.xmax and old.xmax not in aborted:
             raise ValueError(f"{catalog} {tid} was already updated")
         heap = self.heaps[catalog]
         if old.xmin == xid or old.xmin in own_xids:

@@ -160,6 +160,7 @@ def xids(min_value: int = FirstNormalTransactionId,
 
 _SHORT_ALPHABET = "abcdefghijklmnopqrstuvwxyz ABC'\\\"%_-.,;:!?0123456789"
 _RANDOM_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_RANDOM_TABLE = bytes(ord(_RANDOM_ALPHABET[i % len(_RANDOM_ALPHABET)]) for i in range(256))
 _WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
           "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi")
 
@@ -170,7 +171,9 @@ def _toast_text(kind: str, seed: int, length: int) -> str:
         unit = "".join(r.choices(_RANDOM_ALPHABET, k=1 + seed % 7))
         return (unit * (length // len(unit) + 1))[:length]
     if kind == "random":
-        return "".join(r.choices(_RANDOM_ALPHABET, k=length))
+        # random bytes mapped onto the alphabet (C speed; the few extra chances of the
+        # first 8 characters change nothing: the text stays incompressible)
+        return r.randbytes(length).translate(_RANDOM_TABLE).decode()
     words = r.choices(_WORDS, k=length // 4 + 1)
     return " ".join(words)[:length]
 
@@ -580,7 +583,7 @@ def _one_step(d: _Draw, max_transactions: int, max_depth: int,
     if flags["checkpoints"]:
         choices += ["global"]
     if flags["ddl"] or flags["truncate"]:
-        choices += ["ddl", "ddl"]
+        choices += ["ddl"] * 3  # often refused for a lock another transaction holds
     if flags["two_phase"] and rp.prepared_txns():
         choices += ["finish_prepared"]
     what = _pick(draw, choices)
@@ -682,7 +685,7 @@ def _ddl(d: _Draw, txn: int, flags: Dict[str, bool]) -> None:
         _dml(d, txn, flags)
         return
     kinds = (["add_column", "drop_column"] if flags["ddl"] else []) + (
-        ["truncate", "truncate"] if flags["truncate"] else [])
+        ["truncate"] * 4 if flags["truncate"] else [])
     kind = _pick(draw, kinds)
     table = _pick(draw, tables)
     if kind == "truncate":

@@ -266,6 +266,8 @@ class WalBuilder:
         self.tli = tli
         self.sysid = sysid
         self.segs: Dict[int, bytearray] = {}
+        #: segno -> end of the bytes written in it (write_segments stops there)
+        self.high: Dict[int, int] = {}
         self.prev = 0
         self.lsns: List[int] = []
         self.end_lsns: List[int] = []
@@ -287,16 +289,21 @@ class WalBuilder:
 
     # -- pages ---------------------------------------------------------------
 
-    def _buf(self, lsn: int) -> Tuple[bytearray, int]:
+    def _buf(self, lsn: int, length: int) -> Tuple[bytearray, int]:
+        """The segment buffer holding ``lsn`` and the offset there, for ``length``
+        bytes about to be written."""
         segno = lsn // self.seg_size
         seg = self.segs.get(segno)
         if seg is None:
             seg = self.segs[segno] = bytearray(self.seg_size)
-        return seg, lsn % self.seg_size
+        off = lsn % self.seg_size
+        if off + length > self.high.get(segno, 0):
+            self.high[segno] = off + length
+        return seg, off
 
     def _start_page(self, page: int, rem_len: int = 0) -> int:
         """AdvanceXLInsertBuffer's page header; returns its size."""
-        buf, off = self._buf(page)
+        buf, off = self._buf(page, SizeOfXLogLongPHD)
         info = self._page_flags_next
         self._page_flags_next = 0
         if rem_len:
@@ -318,7 +325,7 @@ class WalBuilder:
                 self.pos += self._start_page(self.pos, n - i if i else 0)
             page_end = self.pos - self.pos % XLOG_BLCKSZ + XLOG_BLCKSZ
             chunk = min(n - i, page_end - self.pos)
-            buf, off = self._buf(self.pos)
+            buf, off = self._buf(self.pos, chunk)
             buf[off : off + chunk] = data[i : i + chunk]
             self.pos += chunk
             i += chunk
@@ -409,7 +416,7 @@ class WalBuilder:
         rec = encode_record(RM_HEAP_ID, 0, 0, self.prev, main_data=b"A" * (tot_len - 24 - 5))
         room = XLOG_BLCKSZ - self.pos % XLOG_BLCKSZ
         assert len(rec) > room
-        buf, off = self._buf(self.pos)
+        buf, off = self._buf(self.pos, room)
         buf[off : off + room] = rec[:room]
         self.pos += room
         self._page_flags_next = 0x0008  # XLP_FIRST_IS_OVERWRITE_CONTRECORD
@@ -859,7 +866,7 @@ def write_segments(builder: WalBuilder, directory: str) -> List[str]:
         data = builder.segs[segno]
         with open(path, "wb") as f:
             f.truncate(builder.seg_size)
-            last = len(data.rstrip(b"\0"))
+            last = builder.high.get(segno, 0)
             f.write(memoryview(data)[:(last + XLOG_BLCKSZ - 1) // XLOG_BLCKSZ * XLOG_BLCKSZ])
         paths.append(path)
     return paths
