@@ -50,6 +50,7 @@ INVARIANTS
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -342,15 +343,19 @@ def wal_records(min_size: int = 0, max_size: int = 3 * XLOG_BLCKSZ,
     return strategy
 
 
-def _write(w: WalBuilder, spec: RecordSpec) -> int:
-    md = spec.main_data
+def _write(w: WalBuilder, spec: RecordSpec) -> RecordSpec:
+    """Add ``spec`` to ``w``; the spec as written (a checkpoint in the builder's major's
+    layout)."""
     if spec.kind == "checkpoint" and w.major >= 17:
         # the same checkpoint in the 17+ layout (wal_level after fullPageWrites)
+        md = spec.main_data
         redo, _tli, _prev, _fpw = struct.unpack_from("<QII?", md)
         rest = struct.unpack_from("<QIIIIIIIxxxxqIII", md, 24)
         md = wb.checkpoint(w.major, redo, rest[0] & 0xFFFFFFFF, rest[1], rest[8], rest[11])[1]
-    return w.add(rmid=spec.rmid, info=spec.info, xid=spec.xid, main_data=md,
-                 blocks=spec.blocks, toplevel_xid=spec.toplevel_xid or None)
+        spec = dataclasses.replace(spec, main_data=md)
+    w.add(rmid=spec.rmid, info=spec.info, xid=spec.xid, main_data=spec.main_data,
+          blocks=spec.blocks, toplevel_xid=spec.toplevel_xid or None)
+    return spec
 
 
 def segments(min_records: int = 1, max_records: int = 30, major: Optional[int] = None,
@@ -395,8 +400,7 @@ def segments(min_records: int = 1, max_records: int = 30, major: Optional[int] =
         for _ in range(n):
             kind, arg = draw(ops)
             if kind == "record":
-                _write(w, arg)
-                specs.append(arg)
+                specs.append(_write(w, arg))
             elif kind == "pad":
                 before = len(w.records)
                 w.pad_to_page_end(arg)
