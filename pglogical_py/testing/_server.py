@@ -633,7 +633,7 @@ class _Server:
     def set_row(self, t: _Txn, ts: _TableState, key: int, row: Optional[_Row]) -> None:
         old = ts.rows.get(key, "absent")
         t.stack[-1].undo.append(("row", ts.table.name, key, old,
-                                 None if old in (None, "absent") else old.owner))
+                                 old.owner if isinstance(old, _Row) else None))
         if row is not None:
             row.owner = t.index
         else:
@@ -738,10 +738,10 @@ class _Server:
                 break
             v = vals[num]
             assert v is not None
-            c = compress_datum(v.raw)
-            if c is not None:
+            packed = compress_datum(v.raw)
+            if packed is not None:
                 v.form = "compressed"
-                v.compressed = c
+                v.compressed = packed
             else:
                 incompressible.add(num)
             if size_of(num) > max_data:

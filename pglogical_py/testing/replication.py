@@ -348,11 +348,10 @@ class Store:
                 self.tx = _Tx()
                 return self.tx
 
-            def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-                if exc_type is None:
+            def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+                if exc_type is None:  # an exception (a crash) leaves the store as it was
                     store.applied.extend(self.tx.applied)
                     store.values.update(self.tx.values)
-                return False
 
         return _Ctx()
 

@@ -32,7 +32,7 @@ INVARIANTS
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .workload import TYPES, Step, Workload
 
@@ -94,7 +94,7 @@ class Replayer:
         self.savepoints: Dict[int, List[str]] = {}
         self.sp_no = 0
         self.prepared: Dict[int, str] = {}
-        self.ended: set = set()
+        self.ended: Set[int] = set()
 
     def _conn(self, txn: int) -> Any:
         c = self.conns.get(txn)
