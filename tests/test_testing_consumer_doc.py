@@ -3,7 +3,7 @@ of its three buggy consumers is caught (a change lost or repeated).
 
 The page's ``python`` blocks are executed in order in one namespace (so the page cannot
 drift from what works); the last block (checking a stream) needs a ``built`` and is run
-on one.  Examples per consumer: ``PGLOGICAL_TESTKIT_DOC_EXAMPLES`` (default 40), drawn
+on one.  Examples per consumer: ``PGLOGICAL_TESTKIT_DOC_EXAMPLES`` (default 25), drawn
 deterministically (``derandomize``) and not shrunk (a failure is all the test needs).
 """
 
@@ -22,7 +22,7 @@ from hypothesis import Phase  # noqa: E402
 
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                    "testing-your-consumer.md")
-EXAMPLES = int(os.environ.get("PGLOGICAL_TESTKIT_DOC_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("PGLOGICAL_TESTKIT_DOC_EXAMPLES", "25"))
 _NS: Dict[str, Any] = {}
 
 

@@ -8,7 +8,7 @@ server (``sqlreplay``: tables and initial rows, a test_decoding slot, then the s
 their sessions) and peeks the slot (include-xids=1, skip-empty-xacts=0).  The two
 streams must agree unit by unit -- each transaction's data column, each lone message --
 with their xids mapped one to one (the model's xids are synthetic; LSNs differ by
-nature).  Examples: ``PGLOGICAL_KIT_LIVE_EXAMPLES`` (default 12).
+nature).  Examples: ``PGLOGICAL_KIT_LIVE_EXAMPLES`` (default 6).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_workloads_replayed_on_postgresql_give_the_expected_rows(kit_server: Any
     srv = kit_server
     admin = srv.connect(autocommit=True)
 
-    @_live.live_settings("PGLOGICAL_KIT_LIVE_EXAMPLES", 12)
+    @_live.live_settings("PGLOGICAL_KIT_LIVE_EXAMPLES", 6)
     @given(pst.workloads(max_steps=40, max_transactions=5))
     def check(workload: Any) -> None:
         want = expected_rows(workload)
