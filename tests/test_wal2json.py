@@ -86,8 +86,9 @@ def _options(wdir: str, name: str) -> List[Tuple[str, Optional[str]]]:
     return [(opts[i], opts[i + 1]) for i in range(0, len(opts), 2)]
 
 
-def decode_wal2json(wdir: str, name: str) -> bytes:
-    """Our decode of a fixture's WAL as the wal2json peek ``name`` made it (tsv bytes)."""
+def decode_wal2json(wdir: str, name: str, fast: bool = True) -> bytes:
+    """Our decode of a fixture's WAL as the wal2json peek ``name`` made it (tsv bytes);
+    ``fast=False``: the plugin's general path (``ChangeValues`` texts)."""
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.logical.logical import LogicalDecodingContext
     from pglogical_py.logical.slot import read_slot_state
@@ -105,7 +106,7 @@ def decode_wal2json(wdir: str, name: str) -> bytes:
                     + b"\n")
 
     ctx = LogicalDecodingContext(
-        Wal2Json(), _catalog(wdir), database=state.database, start_lsn=state.confirmed_flush,
+        Wal2Json(fast=fast), _catalog(wdir), database=state.database, start_lsn=state.confirmed_flush,
         two_phase=state.two_phase, options=_options(wdir, name),
         snapshots=load_snapshots(_snapshot_dir(wdir)), sink=sink, major=meta["major"],
         work_mem=parse_size(meta.get("settings", {}).get("logical_decoding_work_mem",
@@ -145,6 +146,15 @@ def test_wal2json_matches_postgres(wdir: str, name: str) -> None:
         assert exc.value.message == message
         return
     _compare(decode_wal2json(wdir, name), expected(wdir, name))
+
+
+@pytest.mark.skipif(not CASES, reason="no fixtures with wal2json/ peeks")
+@pytest.mark.parametrize("wdir,name", [c for c in CASE_PARAMS
+                                       if not str(c.values[1]).startswith("err")])
+def test_wal2json_general_path(wdir: str, name: str) -> None:
+    """The plugin's per-column converters print what the general path prints: the
+    library's output texts (``ChangeValues``, text mode) quoted as wal2json does."""
+    _compare(decode_wal2json(wdir, name, fast=False), expected(wdir, name))
 
 
 def _first_case(prefix: str) -> Tuple[str, str]:

@@ -95,9 +95,12 @@ import re
 import struct
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from ..access.detoast import detoast_inline
+from ..access.heaptuple import deform_wal_tuple
 from ..catalog.relation import REPLICA_IDENTITY_DEFAULT, REPLICA_IDENTITY_FULL
 from ..catalog.snapshot import (
     BOOLOID,
+    DATEOID,
     FLOAT4OID,
     FLOAT8OID,
     INT2OID,
@@ -105,14 +108,17 @@ from ..catalog.snapshot import (
     INT8OID,
     NUMERICOID,
     OIDOID,
+    TIMESTAMPOID,
     TIMESTAMPTZOID,
 )
-from ..errors import CatalogError, DecodingError, UsageError
+from ..errors import CatalogError, DecodingError, UnknownTypeError, UsageError
 from ..logical._changes import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE, ReorderBufferChange
 from ..logical.logical import OutputPluginOptions
 from ..logical.reorderbuffer import ReorderBufferTXN
 from ..logical.values import UNCHANGED_TOAST, ChangeValues
 from ..types import OutputSettings, output_function
+from ..types.datetime import fast_iso_output
+from ..types.numeric import numeric_bytes
 from .test_decoding import parse_bool
 
 #: wal2json's version this module follows
@@ -123,6 +129,12 @@ FORMAT_MIN_VERSION = 1
 
 BYTEAOID = 17
 TYPTYPE_DOMAIN = "d"
+#: varatt.h VARTAG_ONDISK: an unchanged TOAST pointer
+_VARTAG_ONDISK = 18
+#: by-value integers printed straight from their bytes: (struct format, size)
+_INT_FORMATS = {INT2OID: "<h", INT4OID: "<i", INT8OID: "<q", OIDOID: "<I"}
+#: textout, varcharout, bpcharout, json_out: the value's bytes are its text
+_TEXT_LIKE = frozenset((25, 1043, 1042, 114))
 
 #: the boolean options of pg_decode_startup -> attribute
 _BOOL_OPTIONS = {
@@ -421,17 +433,18 @@ def parse_int(value: str) -> Optional[int]:
 class _Col:
     """One live column of a relation: its text fragments and quoting."""
 
-    __slots__ = ("attnum", "name", "v1_type", "v1_oid", "v1_quote", "notnull", "position",
-                 "default", "pk_type", "v2_head", "v2_tail", "v2_quote")
+    __slots__ = ("index", "attnum", "name", "v1_type", "v1_oid", "notnull", "position",
+                 "default", "pk_type", "v2_head", "v2_tail", "quote", "conv")
 
     def __init__(self) -> None:
+        #: the attribute's index in the descriptor (of a deformed tuple's values)
+        self.index = 0
         self.attnum = 0
         #: escape_json(attname)
         self.name = ""
-        #: format 1: the type as printed (include-types), its oid (%u), the quoting
+        #: format 1: the type as printed (include-types), its oid (%u)
         self.v1_type = ""
         self.v1_oid = ""
-        self.v1_quote: Callable[[str], str] = escape_json
         #: format 1 columnoptionals item (include-types and include-not-null), "" if none
         self.notnull = ""
         self.position = ""
@@ -443,8 +456,15 @@ class _Col:
         #: (``,"optional"..,"position"..,"default"..}``)
         self.v2_head = ""
         self.v2_tail = "}"
-        self.v2_quote: Callable[[str], str] = escape_json
+        #: the value's output text -> its JSON (quote_function of the format's type)
+        self.quote: Callable[[str], str] = escape_json
+        #: a non-NULL datum (as the deformer gives it) -> its JSON, None for an unchanged
+        #: TOAST value
+        self.conv: Callable[[Any], Optional[str]] = _no_conv
 
+
+def _no_conv(v: Any) -> Optional[str]:  # pragma: no cover - replaced at build
+    raise AssertionError("column converter not built")
 
 class _Rel:
     """What wal2json looks up for a relation, resolved once per descriptor."""
@@ -481,7 +501,10 @@ def _bitmap(attnums: Sequence[int]) -> Optional[FrozenSet[int]]:
 class Wal2Json:
     """The wal2json output plugin (an OutputPlugin), format versions 1 and 2."""
 
-    def __init__(self, settings: Optional[OutputSettings] = None) -> None:
+    def __init__(self, settings: Optional[OutputSettings] = None, fast: bool = True) -> None:
+        #: per-column converters from the datums (False: the general path, output texts
+        #: from ``ChangeValues`` quoted per column: what the tests compare them with)
+        self.fast = fast
         #: the session's GUCs the output functions read (TimeZone, DateStyle, ...)
         self.settings: OutputSettings = settings if settings is not None else OutputSettings()
         self.include_transaction = True
@@ -748,12 +771,14 @@ class Wal2Json:
             catalog = ctx.catalog
             access = getattr(ctx, "catalog_access", None)
             cols = []
-            for att in relation.tupdesc.attrs:
+            for i, att in enumerate(relation.tupdesc.attrs):
                 if att.attisdropped or att.attnum < 0:
                     continue
                 if access is not None:
                     access(("type", att.atttypid))
-                cols.append(self._build_col(ctx, catalog, relation, att))
+                col = self._build_col(ctx, catalog, relation, att)
+                col.index = i
+                cols.append(col)
             rs.cols = cols
         return cols
 
@@ -795,7 +820,8 @@ class Wal2Json:
                 if d is not None:
                     tail.append(',"default":' + d)
             col.v2_tail = "".join(tail) + "}"
-            col.v2_quote = quote_function(att.atttypid)
+            col.quote = quote_function(att.atttypid)
+            col.conv = self._converter(catalog, relation, att, col.quote)
             # the PK kind: the name, type and type oid only
             col.pk_type = "".join(head)
             return col
@@ -807,11 +833,98 @@ class Wal2Json:
             if self.include_not_null:
                 col.notnull = "false" if att.attnotnull else "true"
         col.v1_oid = "%d" % typid
-        col.v1_quote = quote_function(typid)
+        col.quote = quote_function(typid)
+        col.conv = self._converter(catalog, relation, att, col.quote)
         col.position = "%d" % att.attnum
         if self.include_default:
             col.default = self._default(ctx, catalog, relation, att)
         return col
+
+    def _converter(self, catalog: Any, relation: Any, att: Any, quote: Callable[[str], str]
+                   ) -> Callable[[Any], Optional[str]]:
+        """A column's datum -> its JSON: the output function (``quote``'s text) fused
+        with the type's quoting, the common types from their bytes (integers through
+        ``%d``, numeric, ISO dates and timestamps through the types layer's fast paths,
+        text-like values as their UTF-8); a missing attribute's text is quoted as it is;
+        None for an unchanged TOAST value.  Equal to ``quote`` of ``ChangeValues``' text
+        (tests/test_wal2json.py decodes every fixture both ways)."""
+        typid = att.atttypid
+        base = typid
+        try:
+            t = catalog.type_info(typid)
+            while t.typtype == TYPTYPE_DOMAIN:
+                base = t.typbasetype
+                t = catalog.type_info(base)
+        except CatalogError:
+            pass
+        try:
+            out = output_function(typid, self.settings, catalog)
+        except UnknownTypeError as err:
+            message = (f"column {relation.nspname}.{relation.relname}.{att.attname}: "
+                       f"{err.message} (--unknown-types=raw prints its values in a marked "
+                       f"raw form)")
+
+            def unsupported(v: Any) -> Optional[str]:
+                raise UnknownTypeError(message)
+
+            return unsupported
+        text: Callable[[Any], str] = out
+        byval = att.attbyval
+        if byval and base in _INT_FORMATS and quote is _quote_number:
+            unpack_int = struct.Struct(_INT_FORMATS[base]).unpack
+
+            def int_json(v: Any) -> Optional[str]:
+                if v.__class__ is str:
+                    return quote(v)
+                return "%d" % unpack_int(v)[0]
+
+            return int_json
+        if byval and base == BOOLOID and quote is _quote_bool:
+            def bool_json(v: Any) -> Optional[str]:
+                if v.__class__ is str:
+                    return quote(v)
+                return "true" if v[0] else "false"
+
+            return bool_json
+        if base == NUMERICOID:
+            def numeric_text(p: Any) -> str:
+                return numeric_bytes(p).decode("ascii")
+
+            text = numeric_text
+        elif byval and base in (DATEOID, TIMESTAMPOID, TIMESTAMPTZOID):
+            iso = fast_iso_output(base, self.settings)
+            if iso is not None:
+                unpack = struct.Struct("<i" if base == DATEOID else "<q").unpack
+                fast_iso = iso
+
+                def iso_text(p: Any) -> str:
+                    return fast_iso(unpack(p)[0]).decode("ascii")
+
+                text = iso_text
+        elif base in _TEXT_LIKE:
+            def utf8_text(p: Any) -> str:
+                return bytes(p).decode("utf-8", "surrogateescape")
+
+            text = utf8_text if quote is escape_json else out
+        if att.attlen == -1 and not byval:
+            def varlena_json(v: Any) -> Optional[str]:
+                if v.__class__ is str:
+                    return quote(v)
+                b0 = v[0]
+                if b0 & 1 and b0 != 1:
+                    return quote(text(v[1:b0 >> 1]))
+                if b0 == 1 and v[1] == _VARTAG_ONDISK:
+                    return None
+                return quote(text(detoast_inline(v)))
+
+            return varlena_json
+
+        def fixed_json(v: Any) -> Optional[str]:
+            if v.__class__ is str:
+                return quote(v)
+            return quote(text(v))
+
+        return fixed_json
 
     def _default(self, ctx: Any, catalog: Any, relation: Any, att: Any) -> Optional[str]:
         """The columndefaults item / ``default`` value: ``"expr"`` (pg_get_expr, not
@@ -835,18 +948,30 @@ class Wal2Json:
 
     # -- changes ---------------------------------------------------------------------
 
-    def _values(self, ctx: Any, relation: Any, tuple_bytes: Optional[bytes],
-                vals: Optional[List[Any]]) -> List[Any]:
-        """The output texts of a tuple's live columns (None: NULL; UNCHANGED_TOAST)."""
+    def _values(self, ctx: Any, relation: Any, cols: List[_Col],
+                tuple_bytes: Optional[bytes], vals: Optional[List[Any]]) -> List[Any]:
+        """The JSON of a tuple's live columns, in ``cols`` order: None for NULL,
+        UNCHANGED_TOAST for an unchanged TOAST value (left out by both formats)."""
         if vals is None:
-            from ..access.heaptuple import deform_wal_tuple
-
             assert tuple_bytes is not None
             vals = deform_wal_tuple(relation.tupdesc, tuple_bytes)
-        return list(self._values_row(ctx, relation, vals).values())
-
-    def _values_row(self, ctx: Any, relation: Any, vals: List[Any]) -> Dict[str, Any]:
-        return self._texts.row(ctx, relation, vals)
+        if not self.fast:
+            # the general path: the library's output texts, quoted (the fast one's model)
+            texts = self._texts.row(ctx, relation, vals).values()
+            return [t if t is None or t is UNCHANGED_TOAST else col.quote(t)
+                    for col, t in zip(cols, texts)]
+        n = len(vals)
+        out: List[Any] = []
+        append = out.append
+        for col in cols:
+            i = col.index
+            v = vals[i] if i < n else None
+            if v is None:
+                append(None)
+            else:
+                j = col.conv(v)
+                append(UNCHANGED_TOAST if j is None else j)
+        return out
 
     def change(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
                change: ReorderBufferChange) -> None:
@@ -912,24 +1037,24 @@ class Wal2Json:
         out.append('%s"table":%s%s,%s' % (h3, sp, rs.table, nl))
         with_pk = self.include_pk and rs.has_replidindex and rs.replident_default
         if action == CHANGE_INSERT:
-            new = self._values(ctx, relation, change.newtuple, change.newvals)
+            new = self._values(ctx, relation, cols, change.newtuple, change.newvals)
             out.append(self._v1_tuple(cols, new, None, False, with_pk))
             if with_pk:
                 out.append(self._v1_pk(rs, cols, False))
         elif action == CHANGE_UPDATE:
-            new = self._values(ctx, relation, change.newtuple, change.newvals)
+            new = self._values(ctx, relation, cols, change.newtuple, change.newvals)
             out.append(self._v1_tuple(cols, new, None, False, True))
             if with_pk:
                 out.append(self._v1_pk(rs, cols, True))
             if change.oldtuple is None and change.oldvals is None:
                 out.append(self._v1_tuple(cols, new, rs.identity, True, False))
             else:
-                old = self._values(ctx, relation, change.oldtuple, change.oldvals)
+                old = self._values(ctx, relation, cols, change.oldtuple, change.oldvals)
                 out.append(self._v1_tuple(cols, old, None, True, False))
         else:
             if with_pk:
                 out.append(self._v1_pk(rs, cols, True))
-            old = self._values(ctx, relation, change.oldtuple, change.oldvals)
+            old = self._values(ctx, relation, cols, change.oldtuple, change.oldvals)
             out.append(self._v1_tuple(cols, old, rs.identity, True, False))
         out.append(ht + ht + "}")
         self._append(ctx, "".join(out))
@@ -960,7 +1085,7 @@ class Wal2Json:
             elif v is UNCHANGED_TOAST:
                 continue
             else:
-                text = col.v1_quote(v)
+                text = v
             names.append(col.name)
             types.append(col.v1_type)
             oids.append(col.v1_oid)
@@ -1083,10 +1208,10 @@ class Wal2Json:
         new: Optional[List[Any]] = None
         old: Optional[List[Any]] = None
         if has_new:
-            new = self._values(ctx, relation, change.newtuple, change.newvals)
+            new = self._values(ctx, relation, cols, change.newtuple, change.newvals)
             out.append(',"columns":[' + self._v2_tuple(cols, new, None, True) + "]")
         if has_old:
-            old = self._values(ctx, relation, change.oldtuple, change.oldvals)
+            old = self._values(ctx, relation, cols, change.oldtuple, change.oldvals)
             out.append(',"identity":[' + self._v2_tuple(cols, old, rs.identity, False) + "]")
         elif action == CHANGE_UPDATE:
             if rs.has_pkindex or rs.has_replidindex:
@@ -1119,7 +1244,7 @@ class Wal2Json:
             elif v is UNCHANGED_TOAST:
                 continue
             else:
-                text = col.v2_quote(v)
+                text = v
             parts.append(col.v2_head + text + (col.v2_tail if change_kind else "}"))
         return ",".join(parts)
 
