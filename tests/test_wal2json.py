@@ -106,8 +106,8 @@ def decode_wal2json(wdir: str, name: str, fast: bool = True) -> bytes:
                     + b"\n")
 
     ctx = LogicalDecodingContext(
-        Wal2Json(fast=fast), _catalog(wdir), database=state.database, start_lsn=state.confirmed_flush,
-        two_phase=state.two_phase, options=_options(wdir, name),
+        Wal2Json(fast=fast), _catalog(wdir), database=state.database,
+        start_lsn=state.confirmed_flush, two_phase=state.two_phase, options=_options(wdir, name),
         snapshots=load_snapshots(_snapshot_dir(wdir)), sink=sink, major=meta["major"],
         work_mem=parse_size(meta.get("settings", {}).get("logical_decoding_work_mem",
                                                          "64MB")))
