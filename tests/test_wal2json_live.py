@@ -13,9 +13,15 @@ each option list ``pg_logical_slot_peek_binary_changes`` (the oracle: its rows, 
 message it fails with) is compared with ``LogicalDecodingContext`` + ``Wal2Json`` on
 the server's ``pg_wal`` with the slot's restart_lsn / confirmed_flush_lsn.
 
+A second test runs the random DDL / DML workloads of ``tests/_live.py`` (ADD COLUMN with
+and without defaults, DROP COLUMN, ALTER TYPE, renames, TRUNCATE, CREATE TABLE) with
+random option lists (include-default and include-pk among them) and decodes against the
+physical catalog exported after the peek (``export_physical``).
+
 PostgreSQL 15 only: Debian packages wal2json for its own PostgreSQL (``make postgres``
 installs ``postgresql-15-wal2json``); without it the tests skip saying so.
-``PGLOGICAL_WAL2JSON_EXAMPLES`` sets the number of examples (default 25).
+``PGLOGICAL_WAL2JSON_EXAMPLES`` sets the number of examples (default 25),
+``PGLOGICAL_WAL2JSON_DDL_EXAMPLES`` those of the DDL test (default 10).
 """
 
 from __future__ import annotations
@@ -308,7 +314,7 @@ def _peek(admin: Any, upto: str, options: List[Tuple[str, Optional[str]]]) -> An
 
 
 def _ours(srv: Any, restart: int, confirmed: int, upto: int, two_phase: bool,
-          options: List[Tuple[str, Optional[str]]]) -> Any:
+          options: List[Tuple[str, Optional[str]]], catalog: Any = None) -> Any:
     from pglogical_py.adapters.files import iter_segments
     from pglogical_py.adapters.tsv import escape_tsv
     from pglogical_py.logical.logical import LogicalDecodingContext
@@ -321,9 +327,10 @@ def _ours(srv: Any, restart: int, confirmed: int, upto: int, two_phase: bool,
         rows.append(b"%X/%X\t%d\t" % (lsn >> 32, lsn & 0xFFFFFFFF, xid) + escape_tsv(data)
                     + b"\n")
 
+    catalog = srv.catalog if catalog is None else catalog
     try:
-        ctx = LogicalDecodingContext(Wal2Json(), srv.catalog,
-                                     database=srv.catalog.database_oid, start_lsn=confirmed,
+        ctx = LogicalDecodingContext(Wal2Json(), catalog,
+                                     database=catalog.database_oid, start_lsn=confirmed,
                                      options=options, sink=sink, major=srv.major,
                                      two_phase=two_phase)
     except UsageError as err:
@@ -363,4 +370,50 @@ def test_live_wal2json_matches_postgres(server: Any, steps: Any, optlists: Any,
         _live.rollback_open(srv.conns)
         for (gid,) in admin.execute("SELECT gid FROM pg_prepared_xacts").fetchall():
             admin.execute(f"ROLLBACK PREPARED '{gid}'")
+        admin.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
+
+
+#: the DDL test's options: both formats, defaults and primary keys among the rest
+ddl_option_lists = st.builds(
+    lambda fmt, extra, rest: [("format-version", fmt)] + extra + rest,
+    st.sampled_from(["1", "2"]),
+    st.sampled_from([[("include-default", "1"), ("include-pk", "1")],
+                     [("include-default", "1"), ("include-not-null", "1"),
+                      ("include-column-positions", "1"), ("include-type-oids", "1")],
+                     [("write-in-chunks", "1"), ("include-typmod", "0")], []]),
+    st.lists(option, max_size=3))
+
+
+@_live.live_settings("PGLOGICAL_WAL2JSON_DDL_EXAMPLES", 10)
+@given(steps=_live.workloads, optlists=st.lists(ddl_option_lists, min_size=1, max_size=2))
+def test_live_wal2json_across_ddl(server: Any, steps: Any, optlists: Any) -> None:
+    from pglogical_py.catalog._files import DictFiles
+    from pglogical_py.catalog.export import export_physical
+    from pglogical_py.catalog.physical import PhysicalCatalog
+
+    srv = server
+    admin = srv.admin
+    srv.example += 1
+    prefix = f"w{srv.example}"
+    tables = _live.create_tables(admin, prefix)
+    admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                  "WHERE slot_name = %s", (SLOT,))
+    admin.execute("SELECT pg_create_logical_replication_slot(%s, 'wal2json')", (SLOT,))
+    try:
+        _live.run_ddl(srv, tables, steps, prefix)
+        restart, confirmed, flush = _live.slot_lsns(admin, SLOT)
+        expected = [_peek(admin, flush, o) for o in optlists]
+        physical = PhysicalCatalog(DictFiles(export_physical(admin)))
+        ddl = sum(1 for _c, _t, (k, _a, _b) in steps if k in _live.DDL_KINDS)
+        hypothesis.event(f"ddl statements: {'0' if not ddl else '1-3' if ddl < 4 else '4+'}")
+        for options, exp in zip(optlists, expected):
+            got = _ours(srv, parse_lsn(restart), parse_lsn(confirmed), parse_lsn(flush),
+                        False, options, physical)
+            if isinstance(exp, str):
+                assert got == exp
+                continue
+            assert isinstance(got, bytes), got
+            _live.assert_same(got, exp)
+    finally:
+        _live.rollback_open(srv.conns)
         admin.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
