@@ -18,7 +18,7 @@ NOTES
          "pg_namespace": [...], "pg_class": [...], "pg_attribute": [...], "pg_type": [...],
          "pg_enum": [...], "pg_range": [...], "pg_index": [...], "pg_constraint": [...],
          "pg_collation": [...], "pg_database": [...], "pg_tablespace": [...], "pg_am": [...],
-         "pg_inherits": [...]}
+         "pg_inherits": [...], "pg_authid": [...], "pg_attrdef": [...]}
 
     ``pg_attribute`` rows also carry ``attmissingval_text`` = ``attmissingval::text``
     (row_to_json's JSON form of the anyarray is lossy: ``1.50`` becomes ``1.5``).  The
@@ -26,6 +26,9 @@ NOTES
     (``EXPORT_SETTINGS``: TimeZone UTC, DateStyle ISO, IntervalStyle postgres,
     extra_float_digits 1, bytea_output hex), so such text is what test_decoding prints.
     ``pg_inherits`` (partition parents) is optional for readers: older exports lack it.
+    ``pg_attrdef`` (column defaults, for wal2json's include-default) rows carry
+    ``adexpr`` = ``pg_get_expr(adbin, adrelid)`` under the export settings beside the
+    tree ``adbin`` (``catalog/deparse.py``); older exports lack the array.
 
     Roles.  ``pg_authid`` rows (role names for aclitem / regrole output) carry only the
     columns before ``rolpassword`` (``_catalog_layouts.STOP_BEFORE``): oid, rolname and
@@ -101,7 +104,7 @@ CATALOGS = (
 
 #: optional catalogs exported after ``CATALOGS`` (readers accept exports without them;
 #: they may be empty, e.g. pg_inherits in a cluster without partitions)
-EXTRA_CATALOGS = ("pg_inherits", "pg_authid")
+EXTRA_CATALOGS = ("pg_inherits", "pg_authid", "pg_attrdef")
 
 #: session settings of the export: the ones the decoder prints with by default, so that
 #: text forms (``attmissingval::text``) are what test_decoding prints.
@@ -204,6 +207,13 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
                 src = "pg_authid" if system_columns else "pg_roles"
                 sql = (f"SELECT row_to_json(t)::text FROM (SELECT {cols}{sysc} "
                        f"FROM pg_catalog.{src} x ORDER BY x.oid) t")
+            elif cat == "pg_attrdef":
+                # column defaults (wal2json's include-default): the tree and its text
+                sql = (
+                    "SELECT row_to_json(t)::text FROM (SELECT x.*, "
+                    f"pg_catalog.pg_get_expr(x.adbin, x.adrelid) AS adexpr{sysc} "
+                    "FROM pg_catalog.pg_attrdef x ORDER BY x.oid) t"
+                )
             elif cat == "pg_proc":
                 # only what regproc output needs (prosrc & co. would dwarf the file)
                 sql = (
