@@ -331,6 +331,10 @@ def make_plugin(plugin: Any, settings: OutputSettings) -> Any:
         from .plugins.test_decoding import TestDecoding
 
         return TestDecoding(settings=settings)
+    if plugin == "pgoutput":
+        from .plugins.pgoutput import PGOutput
+
+        return PGOutput(settings=settings)
     if ":" in plugin:
         import importlib
 

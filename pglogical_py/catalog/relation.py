@@ -94,6 +94,7 @@ class Attribute:
         "attmissingval",
         "missing_text",
         "attcollation",
+        "attgenerated",
     )
 
     def __init__(
@@ -112,6 +113,7 @@ class Attribute:
         attmissingval: Optional[str] = None,
         missing_text: Optional[str] = None,
         attcollation: int = 0,
+        attgenerated: str = "",
     ) -> None:
         self.attnum = attnum
         self.attname = attname
@@ -132,6 +134,8 @@ class Attribute:
         #: value; None when there is none (or it is NULL)
         self.missing_text = missing_text
         self.attcollation = attcollation
+        #: pg_attribute.attgenerated: "" (not generated), "s" stored, "v" virtual (18)
+        self.attgenerated = attgenerated
 
     @property
     def alignment(self) -> int:

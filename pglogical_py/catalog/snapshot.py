@@ -1069,6 +1069,7 @@ class CatalogSnapshot:
             attmissingval=None if missingval is None else str(missingval),
             missing_text=missing_text,
             attcollation=_int(r.get("attcollation")),
+            attgenerated=str(r.get("attgenerated") or "").strip("\x00"),
         )
 
     # -- types (lsyscache.c, format_type.c) -----------------------------------------------
