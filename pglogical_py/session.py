@@ -327,6 +327,7 @@ def database_oid(catalog: Any, database: Union[int, str, None],
 PLUGINS: Dict[str, Tuple[str, str]] = {
     "test_decoding": ("test_decoding", "TestDecoding"),
     "wal2json": ("wal2json", "Wal2Json"),
+    "pgoutput": ("pgoutput", "PGOutput"),
 }
 
 

@@ -29,6 +29,10 @@ NOTES
     ``pg_attrdef`` (column defaults, for wal2json's include-default) rows carry
     ``adexpr`` = ``pg_get_expr(adbin, adrelid)`` under the export settings beside the
     tree ``adbin`` (``catalog/deparse.py``); older exports lack the array.
+    The publication catalogs (``pg_publication``, ``pg_publication_rel``,
+    ``pg_publication_namespace``) and ``pg_replication_origin`` (origin names; read only
+    when the exporting role may, i.e. a superuser) are pgoutput's
+    (``catalog/publication.py``); readers without pgoutput ignore them.
 
     Roles.  ``pg_authid`` rows (role names for aclitem / regrole output) carry only the
     columns before ``rolpassword`` (``_catalog_layouts.STOP_BEFORE``): oid, rolname and
@@ -104,7 +108,8 @@ CATALOGS = (
 
 #: optional catalogs exported after ``CATALOGS`` (readers accept exports without them;
 #: they may be empty, e.g. pg_inherits in a cluster without partitions)
-EXTRA_CATALOGS = ("pg_inherits", "pg_authid", "pg_attrdef")
+EXTRA_CATALOGS = ("pg_inherits", "pg_authid", "pg_attrdef", "pg_publication",
+                  "pg_publication_rel", "pg_publication_namespace", "pg_replication_origin")
 
 #: session settings of the export: the ones the decoder prints with by default, so that
 #: text forms (``attmissingval::text``) are what test_decoding prints.
@@ -117,7 +122,8 @@ EXPORT_SETTINGS = (
 )
 
 # Catalogs without an oid column (pg_attribute, pg_index, pg_range are keyed otherwise).
-_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits", "pg_partitioned_table"}
+_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits", "pg_partitioned_table",
+           "pg_replication_origin"}
 
 #: the system columns a ``system_columns`` export adds to each row
 SYSTEM_COLUMNS = ("ctid", "xmin", "xmax", "infomask")
@@ -185,6 +191,10 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
             out["snapshot"] = snapshot
             out["system_columns"] = list(SYSTEM_COLUMNS)
         for cat in catalogs:
+            if cat == "pg_replication_origin" and not conn.execute(
+                    "SELECT has_table_privilege('pg_catalog.pg_replication_origin', "
+                    "'SELECT')").fetchone()[0]:
+                continue  # superusers only: origin names stay unknown (pgoutput says so)
             a = {"pg_class": "c", "pg_attribute": "a"}.get(cat, "x")
             sysc = (", " + _SYS_SQL.format(a=a)) if system_columns else ""
             if cat == "pg_class":

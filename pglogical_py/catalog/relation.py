@@ -139,7 +139,7 @@ class Attribute:
         #: pg_attribute.atthasdef: the column has a pg_attrdef row (a default, or a
         #: generated column's expression)
         self.atthasdef = atthasdef
-        #: pg_attribute.attgenerated: "" or "s" (stored generated column)
+        #: pg_attribute.attgenerated: "" (not generated), "s" stored, "v" virtual (18)
         self.attgenerated = attgenerated
 
     @property
