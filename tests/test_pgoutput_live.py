@@ -11,9 +11,10 @@ or spill, and sometimes publication changes in the middle (ALTER PUBLICATION ADD
 TABLE, SET (publish), SET TABLE ... WHERE).  pgoutput's
 ``pg_logical_slot_peek_binary_changes`` with random options (proto_version 1-4,
 binary, messages, streaming on / parallel with logical_decoding_work_mem = 64kB,
-two_phase; proto_version 4 on 15 is its refusal) is the oracle; ``pglogical_py.peek`` of the server's pg_wal with the catalog
-exported after the workload (the physical catalog when publications changed in the range)
-must give the same rows, or the same error.
+two_phase; proto_version 4 on 15 is its refusal) is the oracle; ``pglogical_py.peek``
+of the server's pg_wal with the catalog exported after the workload (the physical
+catalog when publications changed in the range) must give the same rows, or the same
+error.
 
 Examples: ``PGLOGICAL_PGOUTPUT_EXAMPLES`` (default 8); majors: ``_live.MAJORS`` (15, and
 more with ``PGLOGICAL_LIVE_MAJORS``).
