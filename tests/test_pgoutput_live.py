@@ -6,15 +6,15 @@ TABLES IN SCHEMA, partitioned tables with or without publish_via_partition_root,
 random ``publish`` actions -- then a pgoutput slot (two-phase or not), then a random
 workload in one session: inserts (TOASTed values too), updates (of the key too),
 deletes, truncates, savepoints and rollbacks to them, rollbacks, transactional and
-non-transactional messages, prepared transactions, a transaction big enough to stream
-or spill, and sometimes publication changes in the middle (ALTER PUBLICATION ADD / DROP
-TABLE, SET (publish), SET TABLE ... WHERE).  pgoutput's
-``pg_logical_slot_peek_binary_changes`` with random options (proto_version 1-4,
-binary, messages, streaming on / parallel with logical_decoding_work_mem = 64kB,
-two_phase; proto_version 4 on 15 is its refusal) is the oracle; ``pglogical_py.peek``
-of the server's pg_wal with the catalog exported after the workload (the physical
-catalog when publications changed in the range) must give the same rows, or the same
-error.
+non-transactional messages, prepared transactions, transactions under a replication
+origin, a transaction big enough to stream or spill, and sometimes publication changes
+in the middle (ALTER PUBLICATION ADD / DROP TABLE, SET (publish), SET TABLE ... WHERE).
+pgoutput's ``pg_logical_slot_peek_binary_changes`` with random options (proto_version
+1-4, binary, messages, streaming on / parallel with logical_decoding_work_mem = 64kB,
+two_phase, origin; proto_version 4 and origin on 15 are its refusals) is the oracle;
+``pglogical_py.peek`` of the server's pg_wal with the catalog exported after the
+workload (the physical catalog when publications changed in the range) must give the
+same rows, or the same error.
 
 Examples: ``PGLOGICAL_PGOUTPUT_EXAMPLES`` (default 8); majors: ``_live.MAJORS`` (15, and
 more with ``PGLOGICAL_LIVE_MAJORS``).
@@ -53,7 +53,8 @@ CREATE TABLE lsch.s1 (id int PRIMARY KEY, v text);
 CREATE TABLE lparted (id int, r text, v text, PRIMARY KEY (id, r)) PARTITION BY LIST (r);
 CREATE TABLE lparted_a PARTITION OF lparted FOR VALUES IN ('a');
 CREATE TABLE lparted_b (v text, r text NOT NULL, id int NOT NULL);
-ALTER TABLE lparted ATTACH PARTITION lparted_b FOR VALUES IN ('b')
+ALTER TABLE lparted ATTACH PARTITION lparted_b FOR VALUES IN ('b');
+SELECT pg_replication_origin_create('lorigin')
 """
 TABLES = ["pk1", "full1", "ins1", "lsch.s1", "lparted"]
 SLOT = "pgo_live"
@@ -147,6 +148,8 @@ step = st.one_of(
     st.tuples(st.just("commit"), st.none(), st.none(), st.none(), st.none(), st.none()),
     st.tuples(st.just("rollback"), st.none(), st.none(), st.none(), st.none(), st.none()),
     st.tuples(st.just("prepare"), st.booleans(), st.none(), st.none(), st.none(), st.none()),
+    # the session's replication origin (on / off): what origin=none filters
+    st.tuples(st.just("origin"), st.booleans(), st.none(), st.none(), st.none(), st.none()),
     st.tuples(st.just("bulk"), st.sampled_from(["pk1", "full1", "lparted"]),
               st.integers(400, 1500), st.none(), st.none(), st.none()),
     st.tuples(st.just("alter"), st.sampled_from([
@@ -198,7 +201,7 @@ def _run(srv: Any, steps: List[Any]) -> bool:
     """Run the workload on a fresh connection; True when the catalog changed (a
     publication altered, a table truncated)."""
     c = srv.connect()
-    in_xact, sp, gid, ddl = False, 0, 0, False
+    in_xact, sp, gid, ddl, origin = False, 0, 0, False, False
     try:
         for kind, table, a, b, t, n in steps:
             try:
@@ -230,6 +233,10 @@ def _run(srv: Any, steps: List[Any]) -> bool:
                     c.execute(f"SAVEPOINT s{sp}")
                 elif kind == "rollback_to" and in_xact and sp:
                     c.execute(f"ROLLBACK TO SAVEPOINT s{sp}")
+                elif kind == "origin" and bool(table) != origin:
+                    c.execute("SELECT pg_replication_origin_session_setup('lorigin')" if table
+                              else "SELECT pg_replication_origin_session_reset()")
+                    origin = bool(table)
                 elif kind == "message":
                     c.execute("SELECT pg_logical_emit_message(%s, 'live', 'payload')", (table,))
                 elif kind == "commit" and in_xact:
@@ -271,6 +278,8 @@ def optionsets(draw: Any, major: int) -> Dict[str, str]:
         opts["streaming"] = "parallel" if proto == 4 and draw(st.booleans()) else "on"
     if proto >= 3 and draw(st.booleans()):
         opts["two_phase"] = "on"
+    if draw(st.integers(0, 3)) == 0:  # 16+; 15 refuses it as an unknown option
+        opts["origin"] = draw(st.sampled_from(["any", "none"]))
     return opts
 
 
