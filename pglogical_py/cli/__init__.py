@@ -30,10 +30,10 @@ NOTES
     the spill run (adapters/parquet_spill.py); SIGKILL cannot be caught: the next run
     reclaims what it leaves.
 
-    Warnings.  A warning the library raises (PostgreSQL 18's pgoutput ``skipped loading
+    Warnings.  A ``PglogicalWarning`` (PostgreSQL 18's pgoutput ``skipped loading
     publication "x"``) is one line on stderr, ``pglogical-py: warning: ...``, as
-    PostgreSQL prints its WARNINGs -- not Python's ``file:line: Class: text`` form.  The
-    warning filters still apply (each distinct message once).
+    PostgreSQL prints its WARNINGs -- not Python's ``file:line: Class: text`` form --
+    each distinct message once, whatever the caller's warning filters say.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from ..errors import (
     CatalogError,
     OutputError,
     PglogicalError,
+    PglogicalWarning,
     SpillError,
     UsageError,
     WalError,
@@ -156,6 +157,7 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int,
 def main(argv: Optional[List[str]] = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
+        warnings.filterwarnings("default", category=PglogicalWarning)
         return _main(argv)
 
 
