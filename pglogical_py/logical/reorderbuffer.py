@@ -1780,7 +1780,7 @@ def _binaryheap_merge(streams: List[Iterator[_T]], key: Callable[[_T], int]
         nxt = next(its[top], _END)
         if nxt is not _END:
             items[top] = nxt
-            lsns[top] = key(nxt)
+            lsns[top] = key(nxt)  # type: ignore[arg-type]
         else:
             size -= 1
             nodes[0] = nodes[size]
