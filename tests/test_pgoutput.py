@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py import peek
@@ -41,6 +42,11 @@ def _cases() -> List[Tuple[Path, str]]:
 
 
 CASES = _cases()
+#: PyPy decodes a representative subset (tests/_matrix.py): every fixture and option set
+CASE_PARAMS = _matrix.params(
+    CASES, [f"{d.parent.name}-{d.name}-{n}" for d, n in CASES],
+    fixture=lambda c: str(c[0]), option=lambda c: c[1],
+    cost=lambda c: _matrix.wal_cost(str(c[0])))
 
 
 def _decode_end(meta: Dict[str, Any]) -> str:
@@ -82,8 +88,7 @@ def decode_set(wdir: Path, name: str) -> Tuple[bytes, List[str]]:
 
 
 @pytest.mark.skipif(not CASES, reason="no fixtures/plugin_pgoutput yet")
-@pytest.mark.parametrize("wdir,name", CASES,
-                         ids=[f"{d.parent.name}-{d.name}-{n}" for d, n in CASES])
+@pytest.mark.parametrize("wdir,name", CASE_PARAMS)
 def test_pgoutput_matches_postgres(wdir: Path, name: str) -> None:
     meta = json.loads((wdir / "meta.json").read_text())
     s = meta["decode"]["optionsets"][name]
