@@ -54,7 +54,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from . import walbuilder as wb
+from . import _walrecords as wb
 from ._pglz import compress_datum
 from .catalogwriter import (
     DATABASE_OID,

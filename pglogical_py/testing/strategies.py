@@ -43,7 +43,7 @@ NOTES
     ``st.from_type``.
 
 INVARIANTS
-    * Every ``Workload`` drawn passes ``Workload.check()``.
+    * The server model takes every step of every ``Workload`` drawn (``_server.plan``).
     * Every record a strategy draws is one pg_waldump 15 describes without error in
       the 15 format.
 """

@@ -41,9 +41,10 @@ NOTES
     Values are Python objects by column type: ``int`` (int4, int8), ``bool``, ``str``
     (text), ``bytes`` (bytea), or None (NULL; never for the key).
 
-    ``Workload.check()`` runs the steps through the server model (``_server``), which
-    refuses what a server would refuse or block on (a row another open transaction
-    changed, DDL on a table another transaction holds a lock on, a duplicate key ...).
+    ``walbuilder.layout(workload)`` (or ``write``) runs the steps through the server model
+    (``_server.plan``), which refuses what a server would refuse or block on (a row
+    another open transaction changed, DDL on a table another transaction holds a lock
+    on, a duplicate key ...).
 
 INVARIANTS
     * The key column is the first column, ``int4``, never NULL, never dropped.
@@ -180,13 +181,6 @@ class Workload:
         for s in self.steps:
             out[s.kind] = out.get(s.kind, 0) + 1
         return out
-
-    def check(self) -> None:
-        """Run the steps through the server model: raises ``ValueError`` naming the
-        step a server would refuse or block on."""
-        from ._server import plan
-
-        plan(self)
 
 
 def format_value(type_name: str, value: Value) -> str:
