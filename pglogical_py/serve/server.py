@@ -127,6 +127,11 @@ class Server:
             backend.cancel_requested = True
             self.log("LOG", "cancel request for walsender %d" % pid)
 
+    def backends(self) -> List[Backend]:
+        """The live walsenders."""
+        with self._lock:
+            return list(self._backends.values())
+
     @property
     def connections(self) -> int:
         with self._lock:

@@ -242,6 +242,9 @@ class Backend:
         self.done_receiving = False
         self.keepalive_sent_at_ptr = -1
         self._rows = 0
+        #: set while a stream waits at the end of the archive (WalSndCaughtUp), with
+        #: ``sent_ptr`` where valid WAL ended: for monitoring and tests
+        self.caught_up = threading.Event()
 
     # -- logging -------------------------------------------------------------------------
 
@@ -929,10 +932,17 @@ class Backend:
     def _wait_for_wal(self, state: Any) -> Any:
         """Caught up at the end of valid WAL: wait as an idle primary until the WAL
         files change (their new state) or the stream ends (None)."""
-        conn = self.conn
-        archive = self.server.archive
         poll = self.server.config.poll_interval
         next_poll = time.monotonic() + poll
+        self.caught_up.set()
+        try:
+            return self._wait_loop(state, poll, next_poll)
+        finally:
+            self.caught_up.clear()
+
+    def _wait_loop(self, state: Any, poll: float, next_poll: float) -> Any:
+        conn = self.conn
+        archive = self.server.archive
         while True:
             self._process_replies()
             self._check_interrupts()
