@@ -1,12 +1,13 @@
 # pglogical_py — two commands do everything on a fresh machine:
 #   make demo   set up .venv and decode the WAL bundled in fixtures/
-#   make test   set up .venv (+ .venv-pypy), make sure PostgreSQL 15 and Java 17+ are installed,
-#               run the tests
+#   make test   set up .venv (+ .venv-pypy), make sure PostgreSQL 15 (with Debian's wal2json)
+#               and Java 17+ are installed, run the tests
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 PYPY_VENV := .venv-pypy
 PG15 := /usr/lib/postgresql/15/bin/postgres
+WAL2JSON15 := /usr/lib/postgresql/15/lib/wal2json.so
 DEMO_DIR := fixtures/pg15/basic
 STAMP := $(VENV)/.installed
 PYPY_STAMP := $(PYPY_VENV)/.installed
@@ -38,6 +39,13 @@ postgres:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null; \
 	fi
 	@test -x $(PG15)
+	@# wal2json for its tests (tests/test_wal2json_live.py skips, saying so, without it)
+	@if [ ! -f $(WAL2JSON15) ]; then \
+	  echo "installing postgresql-15-wal2json (Debian)"; \
+	  (apt-get update -qq && \
+	   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-wal2json >/dev/null) || \
+	  echo "postgresql-15-wal2json could not be installed: the live wal2json tests will skip"; \
+	fi
 
 # Java 17+ for Spark 4 (tests/test_spark.py): the version `java -version` reports, else
 # OpenJDK 17 from Debian

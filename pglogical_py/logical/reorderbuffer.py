@@ -1364,6 +1364,10 @@ class ReorderBuffer:
             set_check(0)
         if state[1]:
             self.cb_stream_stop(txn, state[0])
+        # "make sure there's no cache pollution": the invalidations the transaction has
+        # queued so far are executed after every run, streamed ones too (an output
+        # plugin's caches -- pgoutput's RelationSyncCache -- see them between blocks)
+        self._execute_txn_invalidations(txn)
         self._count_total(txn)
         # ReorderBufferTruncateTXN(txn_prepared=false); a subtransaction is marked
         # streamed when it holds changes in memory (nentries_mem != 0).  For a spilled
