@@ -12,7 +12,8 @@ NOTES
     (system identifier, segment size, page magic -> major), the first record (the
     default ``--create-at``) and the catalog's database (name, oid, encoding,
     server_version_num; the catalog is loaded once here and dropped: each decode loads
-    its own, as each walsender does).
+    its own, as each walsender does; the subscriber's catalog queries load
+    ``catalog_snapshot`` once, on first use).
 
     The end of valid WAL (``flush_lsn``) is found in the last segment only, at header
     cost (no CRCs): what IDENTIFY_SYSTEM reports as xlogpos.  It is cached under the
@@ -64,6 +65,7 @@ class Archive:
         self.server_version_num = server_version_num
         self._lock = threading.Lock()
         self._end: Optional[Tuple[State, int]] = None
+        self._catalog: Any = None
 
     @classmethod
     def open(cls, wal: Sequence[str], catalog: str,
@@ -91,6 +93,15 @@ class Archive:
                    major=major, timeline=timeline, first_lsn=first_lsn, datname=datname,
                    database_oid=oid, encoding=encoding, server_version_num=version_num,
                    catalog_redo=catalog_redo)
+
+    def catalog_snapshot(self) -> Any:
+        """The catalog as exported (every committed row visible), loaded on first use
+        and kept: what the subscriber's catalog queries are answered from."""
+        with self._lock:
+            if self._catalog is None:
+                cat = _load_catalog(self.catalog, self.database_oid)
+                self._catalog = cat.latest() if hasattr(cat, "latest") else cat
+            return self._catalog
 
     # -- the WAL files as they are now -----------------------------------------------
 
@@ -175,18 +186,21 @@ def _first_record(files: List[SegmentFile], seg_size: int) -> int:
     raise NotWalError("no WAL record starts in the first segment", file=first.path)
 
 
-def _catalog_info(path: str, database: Union[int, str, None]
-                  ) -> Tuple[str, int, int, int, int]:
-    """(datname, oid, encoding, server_version_num, major) of the catalog."""
-    cat: Any
+def _load_catalog(path: str, database: Union[int, str, None]) -> Any:
+    """A catalog directory's physical catalog, or a JSON export's snapshot."""
     if os.path.isdir(path):
         from ..adapters.datadir import load_physical_catalog
 
-        cat = load_physical_catalog(path, database)
-    else:
-        from ..adapters.catalog_files import load_catalog
+        return load_physical_catalog(path, database)
+    from ..adapters.catalog_files import load_catalog
 
-        cat = load_catalog(path)
+    return load_catalog(path)
+
+
+def _catalog_info(path: str, database: Union[int, str, None]
+                  ) -> Tuple[str, int, int, int, int]:
+    """(datname, oid, encoding, server_version_num, major) of the catalog."""
+    cat = _load_catalog(path, database)
     from ..session import database_oid
 
     oid = database_oid(cat, database, path)

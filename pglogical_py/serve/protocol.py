@@ -52,11 +52,13 @@ NEGOTIATE_GSS_CODE = (1234 << 16) | 5680
 
 #: type oids of the result columns the walsender sends (pg_type.dat)
 BYTEAOID = 17
+NAMEOID = 19
 INT8OID = 20
 INT4OID = 23
 TEXTOID = 25
+NAMEARRAYOID = 1003
 #: the typlen of each (TupleDescInitBuiltinEntry)
-TYPLEN = {BYTEAOID: -1, INT8OID: 8, INT4OID: 4, TEXTOID: -1}
+TYPLEN = {BYTEAOID: -1, NAMEOID: 64, INT8OID: 8, INT4OID: 4, TEXTOID: -1, NAMEARRAYOID: -1}
 
 _I32 = struct.Struct("!i")
 _U32 = struct.Struct("!I")
@@ -482,7 +484,8 @@ def split_options(text: str) -> List[str]:
 
 __all__ = [
     "AUTH_LIMIT", "BYTEAOID", "CANCEL_REQUEST_CODE", "ClientGone", "Column", "Connection",
-    "INT4OID", "INT8OID", "LARGE_LIMIT", "NEGOTIATE_GSS_CODE", "NEGOTIATE_SSL_CODE",
+    "INT4OID", "INT8OID", "LARGE_LIMIT", "NAMEARRAYOID", "NAMEOID", "NEGOTIATE_GSS_CODE",
+    "NEGOTIATE_SSL_CODE",
     "PROTOCOL_3_0", "PgError", "ProtocolViolation", "Reader", "SMALL_LIMIT", "TEXTOID",
     "auth_request", "backend_key_data", "command_complete", "copy_both_response",
     "cstring", "data_row", "error_response", "message", "negotiate_protocol_version",

@@ -15,15 +15,13 @@ NOTES
 
     A subscriber (CREATE SUBSCRIPTION, its apply and table-sync workers) sends more:
     ``SELECT t.pubname FROM pg_catalog.pg_publication t WHERE t.pubname IN (...)``
-    (subscriptioncmds.c ``check_publications``), ``SELECT DISTINCT t.schemaname,
-    t.tablename ... FROM pg_catalog.pg_publication_tables t ...``
-    (``fetch_table_list``), tablesync.c's ``pg_class`` / ``pg_attribute`` /
-    ``pg_get_publication_tables`` queries, ``BEGIN READ ONLY ISOLATION LEVEL REPEATABLE
-    READ`` and ``COPY ... TO STDOUT`` for table synchronisation.  They need the
-    publications of the catalog and the pgoutput plugin: ``PUBLICATION_QUERIES``
-    recognises them and, until that support is registered (``register``), refuses them
-    with a message saying so; table synchronisation (``copy_data = true``) is refused
-    with a message pointing to ``copy_data = false``.
+    (subscriptioncmds.c ``check_publications``) and the table list of
+    ``fetch_table_list`` -- answered from the archive's catalog (serve/publications.py).
+    Table synchronisation (tablesync.c: ``BEGIN READ ONLY ISOLATION LEVEL REPEATABLE
+    READ``, ``COPY ... TO STDOUT`` and its ``pg_class`` / ``pg_attribute`` /
+    ``pg_get_publication_tables`` queries, sent when ``copy_data = true``) is refused
+    with a message pointing to ``copy_data = false``: an archive holds changes, not
+    the tables' contents.
 
 INVARIANTS
     * A statement is never half-answered: a Result or an error, then ReadyForQuery.
@@ -76,26 +74,34 @@ _TABLESYNC = re.compile(r"^\s*(COPY\b|BEGIN\s+READ\s+ONLY\s+ISOLATION\s+LEVEL\s+
                         r"\s+READ\b)", re.IGNORECASE)
 
 
-def publication_queries(text: str, session: Any) -> Optional[Result]:
-    """The subscriber's catalog queries (see the module's NOTES)."""
+def subscriber_queries(text: str, session: Any) -> Optional[Result]:
+    """The subscriber's catalog queries (serve/publications.py)."""
+    from .publications import publication_queries
+
+    return publication_queries(text, session)
+
+
+def refuse_tablesync(text: str, session: Any) -> Optional[Result]:
+    """Table synchronisation and the catalog queries not answered (see the NOTES)."""
     if _TABLESYNC.match(text):
         raise PgError("0A000", "table synchronization is not served: the archive holds "
                       "changes, not the tables' contents",
                       hint="Create the subscription with copy_data = false, after "
                            "copying the tables as they were at the slot's position.")
     if _PUBLICATION.search(text):
-        raise PgError("0A000", "publication queries are not served yet: the pgoutput "
-                      "plugin and the publications of the catalog are needed to answer "
-                      "them", detail="Statement: %s" % _shorten(text))
+        raise PgError("0A000", "this catalog query is not served: an archive answers "
+                      "the queries of CREATE SUBSCRIPTION with copy_data = false",
+                      detail="Statement: %s" % _shorten(text),
+                      hint="Create the subscription with copy_data = false.")
     return None
 
 
 #: the handlers in order; ``register`` adds one before the refusals
-HANDLERS: List[Handler] = [set_config, publication_queries]
+HANDLERS: List[Handler] = [set_config, subscriber_queries, refuse_tablesync]
 
 
 def register(handler: Handler, first: bool = True) -> None:
-    """Add a handler (the pgoutput support answers the subscriber's queries)."""
+    """Add a handler (first, or just before the refusals)."""
     if first:
         HANDLERS.insert(0, handler)
     else:
