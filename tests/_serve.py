@@ -77,7 +77,7 @@ def port(server: Any) -> int:
 def recvlogical(server: Any, slot: str, *args: str, endpos: Optional[str] = None,
                 user: str = "postgres", dbname: str = "postgres",
                 env: Optional[Dict[str, str]] = None,
-                timeout: float = CLIENT_TIMEOUT) -> "subprocess.CompletedProcess[bytes]":
+                timeout: float = CLIENT_TIMEOUT) -> subprocess.CompletedProcess[bytes]:
     """``pg_recvlogical --start -f - --no-loop`` against ``server``."""
     argv = [client("pg_recvlogical"), "-h", "127.0.0.1", "-p", str(port(server)), "-U", user,
             "-d", dbname, "--slot", slot, "--start", "-f", "-", "--no-loop", "-w", *args]
@@ -89,7 +89,7 @@ def recvlogical(server: Any, slot: str, *args: str, endpos: Optional[str] = None
 
 def psql(server: Any, command: str, *, dbname: str = "postgres", user: str = "postgres",
          replication: str = "database", env: Optional[Dict[str, str]] = None
-         ) -> "subprocess.CompletedProcess[str]":
+         ) -> subprocess.CompletedProcess[str]:
     """``psql -X -A -t`` in replication mode: rows as ``a|b|c`` lines."""
     conninfo = "host=127.0.0.1 port=%d user=%s dbname=%s replication=%s" % (
         port(server), user, dbname, replication)

@@ -29,10 +29,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
-
 from _fixtures import FIXTURES
 from _serve import (
     CLIENT_TIMEOUT,
@@ -71,7 +70,7 @@ def wait_until(cond: Any, what: str, timeout: float = WAIT) -> None:
         time.sleep(0.02)
 
 
-def assert_ok(r: "subprocess.CompletedProcess[bytes]") -> None:
+def assert_ok(r: subprocess.CompletedProcess[bytes]) -> None:
     assert r.returncode == 0, r.stderr.decode(errors="replace")
 
 
@@ -106,6 +105,54 @@ def test_recvlogical_writes_what_the_server_decoded(major: int, workload: str,
     assert_ok(r)
     expected = recvlogical_output(fixture_rows(os.path.join(d, "decode", optionset + ".tsv")),
                                   end)
+    assert r.stdout == expected
+
+
+def _plugin_fixture(kind: str, optionset: str) -> Tuple[str, List[str], List[str], str]:
+    """(fixture directory, serve's slot arguments, pg_recvlogical's options, endpos) of
+    a wal2json or pgoutput capture's option set."""
+    import json
+
+    if kind == "wal2json":
+        d = fx(15, "wal2json")
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)["wal2json"]
+        flat = meta["optionsets"][optionset]
+        pairs = [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+        slot = ["--slot", "s=%s" % os.path.join(d, "wal2json", "slot.state")]
+        return (os.path.join(d, "wal2json", optionset + ".tsv.gz"), slot,
+                [a for n, v in pairs for a in ("-o", "%s=%s" % (n, v))],
+                meta["flush_lsn_at_decode"])
+    d = os.path.join(FIXTURES, "plugin_pgoutput", "pg15", "pgoutput_stream")
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)["decode"]
+    case = meta["optionsets"][optionset]
+    state = case["slot_state"]
+    slot = ["--plugin", "pgoutput", "--work-mem", case["work_mem"],
+            "--slot", "s@%s" % state["restart_lsn"]] + (["--two-phase"] if state["two_phase"]
+                                                       else [])
+    return (os.path.join(d, "decode", optionset + ".tsv.gz"), slot,
+            [a for n, v in case["options"] for a in ("-o", "%s=%s" % (n, v))],
+            meta["flush_lsn_at_decode"])
+
+
+PLUGIN_CASES = [("wal2json", "f2"), ("wal2json", "f1_chunks"), ("pgoutput", "stream_v2"),
+                ("pgoutput", "twophase_stream")]
+
+
+@pytest.mark.parametrize("kind,optionset", PLUGIN_CASES,
+                         ids=["%s-%s" % c for c in PLUGIN_CASES])
+def test_recvlogical_with_wal2json_and_pgoutput(kind: str, optionset: str) -> None:
+    """The same with the other bundled plugins, on their captures (pg15/wal2json,
+    plugin_pgoutput/pg15/pgoutput_stream: streamed transactions, two-phase)."""
+    rows_file, slot, options, end = _plugin_fixture(kind, optionset)
+    wal_dir = os.path.dirname(os.path.dirname(rows_file))
+    with served(os.path.join(wal_dir, "wal"), os.path.join(wal_dir, "catalog.json.gz"),
+                *slot) as server:
+        r = recvlogical(server, "s", *options, endpos=end)
+    assert_ok(r)
+    expected = recvlogical_output(fixture_rows(rows_file), end)
+    assert len(expected) > 1000
     assert r.stdout == expected
 
 
@@ -297,8 +344,8 @@ def test_two_phase_option_enables_two_phase_decoding(tmp_path: Any) -> None:
 # -- replication commands ---------------------------------------------------------------
 
 def test_replication_commands_with_psql(tmp_path: Any) -> None:
-    from pglogical_py.wal.xlogreader import XLogReader
     from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.wal.xlogreader import XLogReader
 
     d = fx(15, "basic")
     reader = XLogReader(iter_segments(os.path.join(d, "wal")))

@@ -6,12 +6,14 @@ were created (``real``, and ``real_tp`` with two_phase): inserts, updates and de
 of many types, TOASTed values (changed and unchanged), REPLICA IDENTITY FULL, TRUNCATE,
 logical messages, savepoints, PREPARE / COMMIT PREPARED / ROLLBACK PREPARED, and a
 transaction larger than ``logical_decoding_work_mem`` (64kB: spilled, or streamed with
-``stream-changes``).  Its ``pg_wal`` is copied and its catalog exported (``catalog export --physical``: TRUNCATE changes a
-relfilenode in the range); ``serve`` runs on that copy with ``--slot NAME@RESTART_LSN`` (the real slot's restart_lsn).
+``stream-changes``).  Its ``pg_wal`` is copied and its catalog exported (``catalog
+export --physical``: TRUNCATE changes a relfilenode in the range); ``serve`` runs on
+that copy with ``--slot NAME@RESTART_LSN`` (the real slot's restart_lsn).
 
 Then the same ``pg_recvlogical --start -f - --endpos END --no-loop -o ...`` runs against
 both servers -- the real one on a fresh copy of ``real`` each time
-(``pg_copy_logical_replication_slot``) -- with test_decoding's option sets, the session
+(``pg_copy_logical_replication_slot``, which also gives the copy another plugin) --
+with test_decoding's option sets, wal2json's (Debian's postgresql-15-wal2json), the session
 settings of ``PGOPTIONS`` (``-c datestyle=... -c intervalstyle=... -c
 extra_float_digits=... -c TimeZone=... -c bytea_output=...``) and the two-phase slot: the
 bytes written and the exit statuses are equal.  The replication commands' answers
@@ -147,21 +149,24 @@ def _recvlogical(port: int, slot: str, options: List[str], end: str,
     return r.returncode, r.stdout
 
 
-def _real_copy(srv: Any, source: str = "real") -> str:
+def _real_copy(srv: Any, source: str = "real", plugin: str = "test_decoding") -> str:
+    """A fresh copy of the real slot (its restart_lsn and confirmed_flush), decoding
+    with ``plugin``."""
     srv.copies += 1
     name = "%s_copy%d" % (source, srv.copies)
-    srv.admin.execute("SELECT pg_copy_logical_replication_slot(%s, %s)", (source, name))
+    srv.admin.execute("SELECT pg_copy_logical_replication_slot(%s, %s, false, %s)",
+                      (source, name, plugin))
     return name
 
 
-def _our_slot(srv: Any, name: str) -> str:
+def _our_slot(srv: Any, name: str, plugin: str = "test_decoding") -> str:
     """A fresh ``--slot ours_NAME@RESTART_LSN`` (the real slot's restart_lsn)."""
     from pglogical_py.lsn import format_lsn
     from pglogical_py.serve.slots import SlotSpec
 
     restart = srv.ours.slots.get("real").restart_lsn
     spec = SlotSpec("ours_%s@%s" % (name, format_lsn(restart)))
-    srv.ours.slots.add_spec(spec, "test_decoding", False)
+    srv.ours.slots.add_spec(spec, plugin, False)
     return spec.name
 
 
@@ -179,6 +184,33 @@ def test_recvlogical_same_bytes(server: Any, optionset: str) -> None:
     real = _recvlogical(server.port, _real_copy(server), options, server.end)
     ours = _recvlogical(server.ours.address[1], _our_slot(server, optionset), options,
                         server.end)
+    assert ours[1].decode(errors="replace") == real[1].decode(errors="replace")
+    assert ours == real
+
+
+WAL2JSON_OPTIONSETS = {
+    "v1": ["-o", "include-xids=1", "-o", "include-timestamp=1"],
+    "v1_pretty_types": ["-o", "pretty-print=1", "-o", "include-typmod=0",
+                        "-o", "include-type-oids=1"],
+    "v2": ["-o", "format-version=2", "-o", "include-xids=1", "-o", "include-lsn=1"],
+    "v2_pk_default": ["-o", "format-version=2", "-o", "include-pk=1",
+                      "-o", "include-default=1", "-o", "include-transaction=0"],
+}
+
+
+@pytest.mark.parametrize("optionset", sorted(WAL2JSON_OPTIONSETS))
+def test_recvlogical_wal2json_same_bytes(server: Any, optionset: str) -> None:
+    """The same with the wal2json plugin (Debian's postgresql-15-wal2json)."""
+    options = WAL2JSON_OPTIONSETS[optionset]
+    try:
+        real_slot = _real_copy(server, plugin="wal2json")
+    except psycopg.Error as err:
+        pytest.skip("wal2json is not installed for PostgreSQL %d (Debian's "
+                    "postgresql-15-wal2json): %s" % (server.major, err.diag.message_primary))
+    real = _recvlogical(server.port, real_slot, options, server.end)
+    ours = _recvlogical(server.ours.address[1],
+                        _our_slot(server, "w2j_" + optionset, "wal2json"), options, server.end)
+    assert b'"change"' in real[1] or b'"action"' in real[1]
     assert ours[1].decode(errors="replace") == real[1].decode(errors="replace")
     assert ours == real
 
