@@ -25,6 +25,7 @@ import gzip
 import io
 import os
 import subprocess
+import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pytest
@@ -96,6 +97,51 @@ def psql(server: Any, command: str, *, dbname: str = "postgres", user: str = "po
     return subprocess.run([client("psql"), "-X", "-A", "-t", "-w", conninfo, "-c", command],
                           capture_output=True, text=True, env=client_env(**(env or {})),
                           timeout=CLIENT_TIMEOUT)
+
+
+def pq_connect(conninfo: str, timeout: float = CLIENT_TIMEOUT) -> Any:
+    """A ``psycopg.pq.PGconn`` connected without blocking this process: libpq's
+    blocking ``PQconnectdb`` holds the GIL (psycopg's binary build), so a server on a
+    thread of this process (``served``) could never answer it.  Failed: the PGconn
+    with its status and error_message."""
+    import select
+
+    import psycopg
+
+    pq = psycopg.pq
+    conn = pq.PGconn.connect_start(conninfo.encode())
+    deadline = time.monotonic() + timeout
+    while True:
+        state = conn.connect_poll()
+        if state in (pq.PollingStatus.OK, pq.PollingStatus.FAILED):
+            return conn
+        wait = max(0.0, deadline - time.monotonic())
+        if state == pq.PollingStatus.READING:
+            ready = select.select([conn.socket], [], [], wait)[0]
+        else:
+            ready = select.select([], [conn.socket], [], wait)[1]
+        if not ready:
+            conn.finish()
+            raise TimeoutError("no connection after %.0f s: %s" % (timeout, conninfo))
+
+
+def pq_exec(conn: Any, query: str, timeout: float = CLIENT_TIMEOUT) -> Any:
+    """``PQexec`` without blocking this process (see ``pq_connect``): the last result."""
+    import select
+
+    conn.send_query(query.encode())
+    deadline = time.monotonic() + timeout
+    result = None
+    while True:
+        while conn.is_busy():
+            if not select.select([conn.socket], [], [], max(0.0, deadline
+                                                            - time.monotonic()))[0]:
+                raise TimeoutError("no answer after %.0f s to %s" % (timeout, query))
+            conn.consume_input()
+        res = conn.get_result()
+        if res is None:
+            return result
+        result = res
 
 
 def unescape_tsv(data: bytes) -> bytes:

@@ -380,6 +380,10 @@ def test_replication_commands_with_psql(tmp_path: Any) -> None:
         assert "00000001.history" in r.stderr
         r = psql(server, "SHOW wal_segment_size")
         assert r.stdout == "1MB\n"
+        # table synchronisation (copy_data = true) starts so: refused, saying why
+        r = psql(server, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
+        assert "table synchronization is not served" in r.stderr
+        assert "copy_data = false" in r.stderr
         r = psql(server, "DROP_REPLICATION_SLOT c")
         assert r.returncode == 0, r.stderr
         assert not os.path.exists(os.path.join(str(tmp_path), "c"))

@@ -43,7 +43,7 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 psycopg = pytest.importorskip("psycopg")
 
 import _live  # type: ignore[import-not-found]  # noqa: E402
-from _serve import CLIENT_TIMEOUT, client, client_env, served  # noqa: E402
+from _serve import CLIENT_TIMEOUT, client, client_env, pq_connect, pq_exec, served  # noqa: E402
 
 SETUP = """
 CREATE TABLE kv (id int PRIMARY KEY, v text, ts timestamptz, tsn timestamp, d date,
@@ -242,7 +242,7 @@ def _conn(port: int, **extra: str) -> Any:
     conninfo = "host=127.0.0.1 port=%d user=postgres dbname=postgres replication=database" % port
     for k, v in extra.items():
         conninfo += " %s=%s" % (k, v)
-    pgconn = psycopg.pq.PGconn.connect(conninfo.encode())
+    pgconn = pq_connect(conninfo)
     assert pgconn.status == psycopg.pq.ConnStatus.OK, pgconn.error_message
     return pgconn
 
@@ -274,20 +274,19 @@ def test_commands_answer_as_postgresql(server: Any) -> None:
                 "CREATE_REPLICATION_SLOT x LOGICAL test_decoding (TWO_PHASE, TWO_PHASE)",
                 "SELECT pg_catalog.set_config('search_path', '', false);"]
         for cmd in same:
-            assert _describe(ours.exec_(cmd.encode())) == _describe(real.exec_(cmd.encode())), cmd
+            assert _describe(pq_exec(ours, cmd)) == _describe(pq_exec(real, cmd)), cmd
         # the system identifier and timeline are the archive's; the rest the columns
-        r_real = _describe(real.exec_(b"IDENTIFY_SYSTEM"))
-        r_ours = _describe(ours.exec_(b"IDENTIFY_SYSTEM"))
+        r_real = _describe(pq_exec(real, "IDENTIFY_SYSTEM"))
+        r_ours = _describe(pq_exec(ours, "IDENTIFY_SYSTEM"))
         assert r_ours[1] == r_real[1]
         assert [r_ours[2][0][i] for i in (0, 1, 3)] == [r_real[2][0][i] for i in (0, 1, 3)]
         # a new slot: the same columns (its consistent point is the server's own)
-        for conn in (real, ours):
-            res = _describe(conn.exec_(b"CREATE_REPLICATION_SLOT cmp TEMPORARY LOGICAL "
-                                       b"test_decoding (SNAPSHOT 'nothing')"))
-            assert res[0] == psycopg.pq.ExecStatus.TUPLES_OK, res
-            assert [c[0] for c in res[1]] == ["slot_name", "consistent_point",
-                                              "snapshot_name", "output_plugin"]
-            assert res[2][0][0] == b"cmp" and res[2][0][2] is None
+        made = [_describe(pq_exec(conn, "CREATE_REPLICATION_SLOT cmp TEMPORARY LOGICAL "
+                                        "test_decoding (SNAPSHOT 'nothing')"))
+                for conn in (real, ours)]
+        assert made[0][0] == made[1][0] == psycopg.pq.ExecStatus.TUPLES_OK, made
+        assert made[1][1] == made[0][1]
+        assert [made[1][2][0][i] for i in (0, 2, 3)] == [made[0][2][0][i] for i in (0, 2, 3)]
         for name in ("server_version", "integer_datetimes", "server_encoding",
                      "client_encoding", "DateStyle", "IntervalStyle", "TimeZone",
                      "standard_conforming_strings", "application_name",

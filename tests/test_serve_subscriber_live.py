@@ -43,7 +43,7 @@ if platform.python_implementation() != "CPython":  # pragma: no cover
 psycopg = pytest.importorskip("psycopg")
 
 import _live  # type: ignore[import-not-found]  # noqa: E402
-from _serve import served  # noqa: E402
+from _serve import pq_connect, pq_exec, served  # noqa: E402
 
 #: seconds the subscriber may take to get somewhere (a loaded two-core machine)
 WAIT = 180.0
@@ -196,7 +196,7 @@ def _setup(srv: Any) -> Iterator[Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-source = _live.server_fixture(SOURCE_SETTINGS, sessions=1, setup=_setup)
+source = _live.server_fixture(SOURCE_SETTINGS, sessions=1, setup=_setup, drop_future_wal=True)
 
 
 def _wait(what: str, cond: Callable[[], bool], sub: Any) -> None:
@@ -266,7 +266,7 @@ def test_subscriber_applies_the_archive(source: Any) -> None:
 
 def _answer(conn: Any, query: str) -> Any:
     """(columns (name, type oid), sorted rows as text) or the error's SQLSTATE."""
-    res = conn.exec_(query.encode())
+    res = pq_exec(conn, query)
     if res.status != psycopg.pq.ExecStatus.TUPLES_OK:
         return ("error", res.error_field(psycopg.pq.DiagnosticField.SQLSTATE),
                 res.error_message)
@@ -282,10 +282,9 @@ def test_catalog_queries_answer_as_the_source(source: Any) -> None:
     partitions (leaves and roots), generated columns and names needing quotes."""
     queries = CATALOG_QUERIES_15 if source.major < 16 else CATALOG_QUERIES_16
     with served(source.all_wal, source.catalog, "--plugin", "pgoutput") as ours:
-        real = psycopg.pq.PGconn.connect(source.dsn.encode())
-        mine = psycopg.pq.PGconn.connect(
-            ("host=127.0.0.1 port=%d user=postgres dbname=postgres replication=database"
-             % ours.address[1]).encode())
+        real = pq_connect(source.dsn)
+        mine = pq_connect("host=127.0.0.1 port=%d user=postgres dbname=postgres "
+                          "replication=database" % ours.address[1])
         try:
             assert mine.status == psycopg.pq.ConnStatus.OK, mine.error_message
             for template in queries:

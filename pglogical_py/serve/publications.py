@@ -107,6 +107,7 @@ class PublishedTables:
         self.catalog = catalog
         self.pubs = publications(catalog)
         self._children: Optional[Dict[int, List[int]]] = None
+        self._tables: Optional[List[Any]] = None
 
     # -- the relations of the snapshot ----------------------------------------------
 
@@ -117,12 +118,13 @@ class PublishedTables:
         """The publishable plain and partitioned tables (is_publishable_class)."""
         from ..catalog.publication import is_publishable_relation
 
-        out = []
-        for oid in sorted(self.catalog.user_relation_oids()):
-            rel = self._rel(oid)
-            if is_publishable_relation(rel):
-                out.append(rel)
-        return out
+        if self._tables is None:
+            cat = self.catalog
+            self._tables = [
+                rel for rel in (self._rel(oid) for oid in sorted(cat.user_relation_oids())
+                                if cat.get_rel_relkind(oid) in ("r", "p"))
+                if is_publishable_relation(rel)]
+        return self._tables
 
     def _children_of(self, oid: int) -> List[int]:
         if self._children is None:
@@ -177,7 +179,7 @@ class PublishedTables:
                 continue
             if rel.relkind == "p":
                 listed += self._partition_option(rel.oid, root)
-            elif not (rel.relispartition and root):
+            else:  # partitions too: filter_partitions drops those of a listed root
                 listed.append(rel.oid)
         seen: Set[int] = set()
         out = [r for r in listed if not (r in seen or seen.add(r))]  # type: ignore[func-returns-value]

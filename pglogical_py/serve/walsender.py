@@ -87,6 +87,7 @@ from . import sql as sqlmod
 from .gucs import ENCODING_NAMES, SessionGucs, server_defaults
 from .protocol import (
     CANCEL_REQUEST_CODE,
+    INT4OID,
     INT8OID,
     LARGE_LIMIT,
     NEGOTIATE_GSS_CODE,
@@ -536,7 +537,7 @@ class Backend:
     def _identify_system(self) -> None:
         archive = self.server.archive
         flush = archive.flush_lsn()
-        cols = [Column("systemid", TEXTOID), Column("timeline", INT8OID),
+        cols = [Column("systemid", TEXTOID), Column("timeline", INT4OID),
                 Column("xlogpos", TEXTOID), Column("dbname", TEXTOID)]
         row = [str(archive.system_identifier), archive.timeline, format_lsn(flush),
                archive.datname if self.db_walsender else None]
