@@ -213,8 +213,19 @@ def _subscriber_tables(sub: Any) -> Dict[str, List[str]]:
         return _contents(conn)
 
 
-def test_subscriber_applies_the_archive(source: Any) -> None:
+def test_subscriber_applies_the_archive(source: Any, monkeypatch: Any) -> None:
     """The whole story of the module's docstring."""
+    from pglogical_py.serve.walsender import Backend
+
+    # the pgoutput messages sent, by type: the stream did stream, prepare, truncate
+    sent: Dict[bytes, int] = {}
+    write = Backend._write_data
+
+    def counting(self: Any, lsn: int, xid: int, data: bytes) -> None:
+        sent[data[:1]] = sent.get(data[:1], 0) + 1
+        write(self, lsn, xid, data)
+
+    monkeypatch.setattr(Backend, "_write_data", counting)
     wal = os.path.join(source.tmp, "served_wal")
     os.makedirs(wal)
     names = sorted(os.listdir(source.all_wal))
@@ -260,8 +271,11 @@ def test_subscriber_applies_the_archive(source: Any) -> None:
         assert _subscriber_tables(sub) == source.final
         with sub.connect() as conn:
             assert conn.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone()[0] == 0
+        # three streams (two kills); begin prepare, prepare, commit / rollback prepared,
+        # truncate, stream start / stop / commit / abort / prepare all went out
         log = ours.log_file.getvalue()
-        assert "starting logical decoding for slot \"sub\"" in log
+        assert log.count("starting logical decoding for slot \"sub\"") >= 3, log
+        assert set(b"bPKrTSEcAp") <= {t[0] for t in sent}, sent
 
 
 def _answer(conn: Any, query: str) -> Any:

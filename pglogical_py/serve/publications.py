@@ -26,8 +26,8 @@ NOTES
     committed row visible): a subscription is created against the publications as
     they are, not as they were at some slot's point -- the decode itself reads them
     at each change's point.  Published columns: the publication's column list when
-    the table has one, else every live column but generated ones (the generated ones
-    too with 18's ``publish_generated_columns = stored``).
+    the table has one, else every live column -- but the generated ones from 16 on,
+    unless 18's ``publish_generated_columns = stored`` publishes the stored ones.
 
 INVARIANTS
     * Rows are distinct and in a fixed order (schema, table); the statements do not
@@ -101,10 +101,11 @@ def _array_elem(name: str) -> str:
 class PublishedTables:
     """pg_get_publication_tables over one catalog snapshot."""
 
-    def __init__(self, catalog: Any) -> None:
+    def __init__(self, catalog: Any, major: int) -> None:
         from ..catalog.publication import publications
 
         self.catalog = catalog
+        self.major = major
         self.pubs = publications(catalog)
         self._children: Optional[Dict[int, List[int]]] = None
         self._tables: Optional[List[Any]] = None
@@ -201,10 +202,18 @@ class PublishedTables:
             if columns is not None:
                 if att.attnum in columns:
                     out.append(att.attnum)
-            elif not att.attgenerated or (att.attgenerated == "s"
-                                          and getattr(pub, "pubgencols", "n") == "s"):
+            elif self._published_without_list(pub, att):
                 out.append(att.attnum)
         return tuple(out)
+
+    def _published_without_list(self, pub: Any, att: Any) -> bool:
+        """A column of a table published without a column list: 15's view lists every
+        live column; 16 and 17 leave the generated ones out; 18 keeps the stored ones
+        with publish_generated_columns = stored."""
+        if not att.attgenerated or self.major < 16:
+            return True
+        return (self.major >= 18 and att.attgenerated == "s"
+                and getattr(pub, "pubgencols", "n") == "s")
 
     def rows(self, names: Sequence[str]) -> List[Tuple[str, str, Tuple[int, ...], int]]:
         """(schema, table, attnums, relid) of every publication named, distinct."""
@@ -272,7 +281,8 @@ def _distinct(rows: List[List[Any]]) -> List[List[Any]]:
 
 
 def _tables(session: Any) -> PublishedTables:
-    return PublishedTables(session.server.archive.catalog_snapshot())
+    archive = session.server.archive
+    return PublishedTables(archive.catalog_snapshot(), archive.major)
 
 
 __all__ = ["PublishedTables", "publication_queries"]
