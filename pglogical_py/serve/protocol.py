@@ -34,7 +34,7 @@ import select
 import socket
 import struct
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 #: pqcomm.h: the length limits of a frontend message (PQ_SMALL_MESSAGE_LIMIT,
 #: PQ_LARGE_MESSAGE_LIMIT) and of a startup packet (MAX_STARTUP_PACKET_LENGTH)
@@ -130,6 +130,16 @@ class Column:
         self.name = name
         self.typoid = typoid
         self.typmod = typmod
+
+
+class Result:
+    """What a statement returns: columns (None: no result set), rows, command tag."""
+
+    def __init__(self, columns: Optional[Sequence[Column]], rows: Sequence[Sequence[Any]],
+                 tag: str) -> None:
+        self.columns = list(columns) if columns is not None else None
+        self.rows = [list(r) for r in rows]
+        self.tag = tag
 
 
 def row_description(columns: Sequence[Column]) -> bytes:
@@ -486,7 +496,8 @@ __all__ = [
     "AUTH_LIMIT", "BYTEAOID", "CANCEL_REQUEST_CODE", "ClientGone", "Column", "Connection",
     "INT4OID", "INT8OID", "LARGE_LIMIT", "NAMEARRAYOID", "NAMEOID", "NEGOTIATE_GSS_CODE",
     "NEGOTIATE_SSL_CODE",
-    "PROTOCOL_3_0", "PgError", "ProtocolViolation", "Reader", "SMALL_LIMIT", "TEXTOID",
+    "PROTOCOL_3_0", "PgError", "ProtocolViolation", "Reader", "Result", "SMALL_LIMIT",
+    "TEXTOID",
     "auth_request", "backend_key_data", "command_complete", "copy_both_response",
     "cstring", "data_row", "error_response", "message", "negotiate_protocol_version",
     "notice_response", "parameter_status", "ready_for_query", "row_description",

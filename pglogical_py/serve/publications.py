@@ -39,8 +39,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from .protocol import NAMEARRAYOID, NAMEOID, Column, PgError
-from .sql import Result
+from .protocol import NAMEARRAYOID, NAMEOID, Column, PgError, Result
 
 #: int2vector (pg_type.dat)
 INT2VECTOROID = 22

@@ -30,20 +30,10 @@ INVARIANTS
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional
 
-from .protocol import TEXTOID, Column, PgError
-
-
-class Result:
-    """What a statement returns: columns (None: no result set), rows, command tag."""
-
-    def __init__(self, columns: Optional[Sequence[Column]], rows: Sequence[Sequence[Any]],
-                 tag: str) -> None:
-        self.columns = list(columns) if columns is not None else None
-        self.rows = [list(r) for r in rows]
-        self.tag = tag
-
+from .protocol import TEXTOID, Column, PgError, Result
+from .publications import publication_queries
 
 #: a handler: (statement text, session) -> Result, or None when it is not its statement
 Handler = Callable[[str, Any], Optional[Result]]
@@ -76,8 +66,6 @@ _TABLESYNC = re.compile(r"^\s*(COPY\b|BEGIN\s+READ\s+ONLY\s+ISOLATION\s+LEVEL\s+
 
 def subscriber_queries(text: str, session: Any) -> Optional[Result]:
     """The subscriber's catalog queries (serve/publications.py)."""
-    from .publications import publication_queries
-
     return publication_queries(text, session)
 
 
