@@ -48,14 +48,19 @@ Typed events (``--decoders ...,cpython-changes,pypy-changes``)
     rows and ``table ...`` rows, and the MD5 of ``LSN TAB XID TAB KIND`` lines equals the
     one of PostgreSQL's rows with the kind read off their text (``_PG_KINDS_SQL``).
 
-Other plugins (``--plugin wal2json``)
+Other plugins (``--plugin wal2json``, ``--plugin pgoutput``)
     The workloads also create a slot of each other bundled plugin the server has
-    (``PLUGIN_SLOTS``: wal2json's ``bench_wal2json``, Debian's postgresql-15-wal2json)
-    right after ``bench``; a cache made before that is regenerated.  With ``--plugin``
-    PostgreSQL peeks that slot with ``--plugin-option``s (wal2json: ``format-version=2``
-    by default) and we decode with ``--plugin NAME -o NAME=VALUE``; the reference rows,
-    change rows (wal2json: the I / U / D / T objects) and MD5 are the plugin's, timed and
-    checked as test_decoding's are.
+    (``PLUGIN_SLOTS``: wal2json's ``bench_wal2json``, Debian's postgresql-15-wal2json;
+    pgoutput's ``bench_pgoutput``, with the publication ``bench_pub`` FOR ALL TABLES
+    created before the slots) right after ``bench``; a cache made before that is
+    regenerated.  With ``--plugin`` PostgreSQL peeks that slot with ``--plugin-option``s
+    (wal2json: ``format-version=2``; pgoutput: ``proto_version=1``,
+    ``publication_names=bench_pub`` by default) and we decode with ``--plugin NAME -o
+    NAME=VALUE``; the reference rows, change rows (wal2json: the I / U / D / T objects;
+    pgoutput: the I / U / D / T messages) and MD5 are the plugin's, timed and checked as
+    test_decoding's are.  pgoutput's output is binary: PostgreSQL is timed with
+    ``pg_logical_slot_peek_binary_changes`` and its reference rows are escaped
+    client-side.
 
 Baseline (``--baseline TREE``)
     Every decoder again with the package of TREE (a git worktree of an earlier commit),
@@ -75,6 +80,7 @@ Usage::
     .venv/bin/python benchmarks/bench_decode.py                      # W1 + W2, --repeat 3
     .venv/bin/python benchmarks/bench_decode.py --workload w2 --ours-only --repeat 1 --no-write
     .venv/bin/python benchmarks/bench_decode.py --workload w2 --plugin wal2json --no-write
+    .venv/bin/python benchmarks/bench_decode.py --workload w2 --plugin pgoutput --no-write
     .venv/bin/python benchmarks/bench_decode.py --w2-txns 50 --w1-scale 1 --w1-tx 500 \\
         --no-write                                                  # smoke test, small
 """
@@ -113,13 +119,23 @@ SETTINGS: Dict[str, Any] = {
 }
 #: the slot of each output plugin the workloads decode with (``--plugin``): test_decoding's
 #: ``bench`` and, when the server has the plugin, one more per plugin, created right after
-PLUGIN_SLOTS: Dict[str, str] = {"test_decoding": SLOT, "wal2json": "bench_wal2json"}
+PLUGIN_SLOTS: Dict[str, str] = {"test_decoding": SLOT, "wal2json": "bench_wal2json",
+                                "pgoutput": "bench_pgoutput"}
+#: the publication of the pgoutput slot: every table, created before the slots
+PUBLICATION = "bench_pub"
 #: the plugin options PostgreSQL and we decode with when ``--plugin-option`` gives none
-PLUGIN_DEFAULT_OPTIONS: Dict[str, List[str]] = {"wal2json": ["format-version=2"]}
+PLUGIN_DEFAULT_OPTIONS: Dict[str, List[str]] = {
+    "wal2json": ["format-version=2"],
+    "pgoutput": ["proto_version=1", "publication_names=" + PUBLICATION],
+}
+#: the plugins with binary output: PostgreSQL peeks them with
+#: pg_logical_slot_peek_binary_changes and the reference escapes their bytes client-side
+BINARY_PLUGINS = ("pgoutput",)
 #: a change row of a plugin (INSERT / UPDATE / DELETE / TRUNCATE): SQL and bytes prefixes
 PLUGIN_CHANGE_PREFIXES: Dict[str, Tuple[str, ...]] = {
     "test_decoding": ("table ",),
     "wal2json": ('{"action":"I"', '{"action":"U"', '{"action":"D"', '{"action":"T"'),
+    "pgoutput": ("I", "U", "D", "T"),
 }
 BEGIN_MARK = "<!-- bench_decode: start -->"
 END_MARK = "<!-- bench_decode: end -->"
@@ -243,6 +259,8 @@ def generate(kind: str, params: Dict[str, int], wd: Path) -> Dict[str, Any]:
             elif kind == "w2":
                 conn.execute("CREATE TABLE bulk (id int8 primary key, t text, n numeric, "
                              "ts timestamptz)")
+            # pgoutput's publication (read at the historic point: it must exist first)
+            conn.execute("CREATE PUBLICATION %s FOR ALL TABLES" % PUBLICATION)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')",
                          (SLOT,))
@@ -420,6 +438,8 @@ def pg_plugin_reference(srv: Any, end: str, plugin: str, options: List[str]) -> 
     slot = PLUGIN_SLOTS[plugin]
     marks, values = _plugin_sql_options(options)
     prefixes = PLUGIN_CHANGE_PREFIXES[plugin]
+    if plugin in BINARY_PLUGINS:
+        return _pg_binary_reference(srv, end, slot, marks, values, prefixes)
     sql = ("SELECT lsn::text || chr(9) || xid::text || chr(9) || "
            "replace(replace(replace(replace(data, chr(92), chr(92) || chr(92)), "
            "chr(9), chr(92) || 't'), chr(10), chr(92) || 'n'), chr(13), chr(92) || 'r') "
@@ -441,14 +461,46 @@ def pg_plugin_reference(srv: Any, end: str, plugin: str, options: List[str]) -> 
     return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest()}
 
 
+def _pg_binary_reference(srv: Any, end: str, slot: str, marks: str, values: List[str],
+                         prefixes: Tuple[str, ...]) -> Dict[str, Any]:
+    """``pg_plugin_reference`` of a binary plugin: SQL has no replace() for bytea, so the
+    rows' bytes are escaped here (the reference is untimed)."""
+    md5 = hashlib.md5()
+    rows = changes = 0
+    bprefixes = tuple(p.encode() for p in prefixes)
+    sql = ("SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+           "%s, %s::pg_lsn, NULL" + marks + ") WITH ORDINALITY AS c(lsn, xid, data, n) "
+           "ORDER BY n")
+    with srv.connect(autocommit=False) as conn:
+        conn.execute("SET work_mem = '1GB'")
+        with conn.cursor(name="ref") as cur:
+            cur.itersize = 20000
+            cur.execute(sql, [slot, end] + values)
+            for lsn, xid, data in cur:
+                data = bytes(data)
+                md5.update(b"%s\t%s\t%s\n" % (lsn.encode(), xid.encode(), _escape(data)))
+                rows += 1
+                changes += data.startswith(bprefixes)
+        conn.rollback()
+    return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest()}
+
+
+def _escape(data: bytes) -> bytes:
+    """decode -O's escaping of the DATA column: backslash, TAB, LF, CR."""
+    return (data.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n")
+            .replace(b"\r", b"\\r"))
+
+
 def time_pg_plugin(conn: Any, pid: int, end: str, plugin: str,
                    options: List[str]) -> Dict[str, float]:
     """``time_pg`` for another plugin's slot and options."""
     marks, values = _plugin_sql_options(options)
     u0, s0 = _proc_cpu(pid)
     t0 = time.perf_counter()
-    conn.execute("SELECT count(*) FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL"
-                 + marks + ")", [PLUGIN_SLOTS[plugin], end] + values).fetchone()
+    func = ("pg_logical_slot_peek_binary_changes" if plugin in BINARY_PLUGINS
+            else "pg_logical_slot_peek_changes")
+    conn.execute("SELECT count(*) FROM " + func + "(%s, %s::pg_lsn, NULL" + marks + ")",
+                 [PLUGIN_SLOTS[plugin], end] + values).fetchone()
     wall = time.perf_counter() - t0
     u1, s1 = _proc_cpu(pid)
     return {"wall": wall, "user": u1 - u0, "sys": s1 - s0}
@@ -737,7 +789,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
         "Written by `benchmarks/bench_decode.py` (%s, %s, %d cores; load average 1/5/15 min "
         "%s at start, %s at end). Medians of %d runs, interleaved. PostgreSQL: `SELECT count(*) "
         "FROM pg_logical_slot_peek_changes(...)` over the slot's range (test_decoding, default "
-        "options), query wall clock and the backend's CPU (/proc). pglogical_py: `python -m "
+        "options; another `--plugin`: its own slot and options, "
+        "`pg_logical_slot_peek_binary_changes` for pgoutput), query wall clock and the "
+        "backend's CPU (/proc). pglogical_py: `python -m "
         "pglogical_py decode WAL --catalog ... --restart-lsn ... --start-lsn ... --end-lsn ... "
         "-O FILE --no-progress`, CRC checked, whole process (start-up, imports, catalog load "
         "included; byte-compiled first, as an installed package is; under PyPy the command "
@@ -846,7 +900,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--plugin", default="test_decoding", choices=sorted(PLUGIN_SLOTS),
                    help="the output plugin PostgreSQL and we decode with (its own slot)")
     p.add_argument("--plugin-option", action="append", metavar="NAME=VALUE",
-                   help="an option of --plugin (wal2json default: format-version=2)")
+                   help="an option of --plugin (wal2json default: format-version=2; pgoutput: "
+                   "proto_version=1, publication_names=bench_pub)")
     p.add_argument("--ours-only", action="store_true",
                    help="do not restart the server to time PostgreSQL: show its cached runs")
     p.add_argument("--regenerate", action="store_true", help="redo the cached workloads")

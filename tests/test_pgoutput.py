@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+import _matrix  # type: ignore[import-not-found]
 import pytest
 
 from pglogical_py import peek
@@ -41,6 +42,11 @@ def _cases() -> List[Tuple[Path, str]]:
 
 
 CASES = _cases()
+#: PyPy decodes a representative subset (tests/_matrix.py): every fixture and option set
+CASE_PARAMS = _matrix.params(
+    CASES, [f"{d.parent.name}-{d.name}-{n}" for d, n in CASES],
+    fixture=lambda c: str(c[0]), option=lambda c: c[1],
+    cost=lambda c: _matrix.wal_cost(str(c[0])))
 
 
 def _decode_end(meta: Dict[str, Any]) -> str:
@@ -82,8 +88,7 @@ def decode_set(wdir: Path, name: str) -> Tuple[bytes, List[str]]:
 
 
 @pytest.mark.skipif(not CASES, reason="no fixtures/plugin_pgoutput yet")
-@pytest.mark.parametrize("wdir,name", CASES,
-                         ids=[f"{d.parent.name}-{d.name}-{n}" for d, n in CASES])
+@pytest.mark.parametrize("wdir,name", CASE_PARAMS)
 def test_pgoutput_matches_postgres(wdir: Path, name: str) -> None:
     meta = json.loads((wdir / "meta.json").read_text())
     s = meta["decode"]["optionsets"][name]
@@ -113,3 +118,105 @@ def test_fixtures_cover_every_major() -> None:
         pytest.skip("fixtures not checked")
     majors = {d.parent.name for d, _n in CASES}
     assert majors == {"pg15", "pg16", "pg17", "pg18"}
+
+
+def _case(major: str, workload: str, name: str) -> Path:
+    wdir = ROOT / major / workload
+    if not (wdir / "meta.json").exists():
+        pytest.skip(f"no fixture {major}/{workload}")
+    return wdir
+
+
+def _expected(wdir: Path, name: str) -> bytes:
+    plain = wdir / "decode" / f"{name}.tsv"
+    return (plain.read_bytes() if plain.exists()
+            else gzip.decompress((wdir / "decode" / f"{name}.tsv.gz").read_bytes()))
+
+
+def _cli_argv(wdir: Path, name: str, out: Path) -> List[str]:
+    """``pglogical-py decode --plugin pgoutput -o NAME=VALUE ...`` for one option set."""
+    meta = json.loads((wdir / "meta.json").read_text())
+    s = meta["decode"]["optionsets"][name]
+    slot = s["slot_state"]
+    catalog = wdir / "physical" if (wdir / "physical").is_dir() else wdir / "catalog.json.gz"
+    argv = ["decode", str(wdir / "wal"), "--catalog", str(catalog),
+            "--restart-lsn", slot["restart_lsn"], "--start-lsn", slot["confirmed_flush_lsn"],
+            "--end-lsn", _decode_end(meta), "--no-progress", "--plugin", "pgoutput",
+            "--output", str(out)]
+    if s.get("work_mem"):
+        argv += ["--work-mem", s["work_mem"]]
+    if slot["two_phase"]:
+        argv.append("--two-phase")
+        if slot.get("two_phase_at") not in (None, "0/0"):
+            argv += ["--two-phase-at", slot["two_phase_at"]]
+    for k, v in s["options"]:
+        argv += ["-o", f"{k}={v}"]
+    return argv
+
+
+@pytest.mark.parametrize("workload,name", [
+    ("pgoutput_types", "binary"),          # binary send functions of every type family
+    ("pgoutput_ddl", "p5"),                # physical catalog, publication altered in range
+    ("pgoutput_stream", "twophase_stream"),  # streaming + two-phase, --work-mem
+])
+def test_pgoutput_cli(workload: str, name: str, tmp_path: Path) -> None:
+    """``pglogical-py decode --plugin pgoutput -o NAME=VALUE``: the server's rows, the
+    DATA column escaped as ``pg_logical_slot_peek_binary_changes``' bytes in the fixture."""
+    from pglogical_py.cli import main
+
+    wdir = _case("pg15", workload, name)
+    assert main(_cli_argv(wdir, name, tmp_path / "out.tsv")) == 0
+    assert (tmp_path / "out.tsv").read_bytes() == _expected(wdir, name)
+
+
+def test_pgoutput_cli_missing_publication(tmp_path: Path, capsys: Any) -> None:
+    """15-17 refuse a publication missing at the historic point with PostgreSQL's
+    message; 18 warns and skips it (the rows of the publications that exist)."""
+    from pglogical_py.cli import main
+
+    for major in ("pg15", "pg16", "pg17"):
+        wdir = _case(major, "pgoutput_pub", "missing_pub")
+        message = (wdir / "decode" / "missing_pub.error").read_text().strip()
+        assert message.startswith("publication ") and message.endswith(" does not exist")
+        assert main(_cli_argv(wdir, "missing_pub", tmp_path / "out.tsv")) != 0
+        assert message in capsys.readouterr().err
+    wdir = _case("pg18", "pgoutput_pub", "missing_pub")
+    assert main(_cli_argv(wdir, "missing_pub", tmp_path / "out.tsv")) == 0
+    assert (tmp_path / "out.tsv").read_bytes() == _expected(wdir, "missing_pub")
+    assert ('pglogical-py: warning: skipped loading publication "missing"'
+            in capsys.readouterr().err)
+
+
+def test_binary_output_tsv_escaping(tmp_path: Path) -> None:
+    """The tsv DATA column of a binary plugin: the raw bytes with only backslash, TAB, LF
+    and CR escaped -- NUL and bytes above 0x7f as they are."""
+    from pglogical_py.cli import main
+
+    wdir = _case("pg15", "pgoutput_types", "binary")
+    meta = json.loads((wdir / "meta.json").read_text())
+    s = meta["decode"]["optionsets"]["binary"]
+    slot = s["slot_state"]
+    raw = [data for _l, _x, data in peek(
+        str(wdir / "wal"), catalog=str(wdir / "catalog.json.gz"),
+        restart_lsn=slot["restart_lsn"], start_lsn=slot["confirmed_flush_lsn"],
+        end_lsn=_decode_end(meta), plugin="pgoutput", options=dict(s["options"]))]
+    joined = b"".join(raw)
+    for byte in (b"\\", b"\t", b"\n", b"\r", b"\x00", b"\xff"):
+        assert byte in joined, byte  # the rows exercise every case of the rule
+    assert main(_cli_argv(wdir, "binary", tmp_path / "out.tsv")) == 0
+    lines = (tmp_path / "out.tsv").read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == len(raw) + 1
+    for line, data in zip(lines, raw):
+        column = line.split(b"\t", 2)[2]
+        assert b"\t" not in column and b"\r" not in column
+        unescaped = bytearray()
+        i = 0
+        while i < len(column):
+            if column[i:i + 1] == b"\\":
+                unescaped += {b"\\": b"\\", b"t": b"\t", b"n": b"\n",
+                              b"r": b"\r"}[column[i + 1:i + 2]]
+                i += 2
+            else:
+                unescaped += column[i:i + 1]
+                i += 1
+        assert bytes(unescaped) == data

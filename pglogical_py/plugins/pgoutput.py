@@ -81,7 +81,7 @@ from ..catalog.publication import (
 )
 from ..catalog.relation import REPLICA_IDENTITY_FULL
 from ..catalog.syscache import syscache_id
-from ..errors import DecodingError, UnknownTypeError, UsageError
+from ..errors import DecodingError, PglogicalWarning, UnknownTypeError, UsageError
 from ..logical._changes import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE, ReorderBufferChange
 from ..logical.logical import OUTPUT_PLUGIN_BINARY_OUTPUT, OutputPluginOptions
 from ..logical.reorderbuffer import ReorderBufferTXN
@@ -113,7 +113,7 @@ class PublicationMissingError(DecodingError):
     point (PostgreSQL 15-17's ``publication "x" does not exist``)."""
 
 
-class SkippedPublicationWarning(UserWarning):
+class SkippedPublicationWarning(PglogicalWarning):
     """PostgreSQL 18's ``skipped loading publication "x"``: the publication does not
     exist at this point in the WAL and is skipped."""
 
