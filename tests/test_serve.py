@@ -20,6 +20,7 @@ always stopped; waits are bounded by generous timeouts and never assert on time.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -221,7 +222,7 @@ def test_reconnect_resumes_where_it_confirmed(tmp_path: Any) -> None:
         second = recvlogical(server, "s", endpos=third)
         assert_ok(second)
         # a start below confirmed_flush streams from confirmed_flush
-        last = recvlogical(server, "s", "-I", "0/B00060", endpos=end)
+        last = recvlogical(server, "s", "-I", _created_at(d), endpos=end)
         assert_ok(last)
     assert first.stdout + second.stdout + last.stdout == recvlogical_output(rows, end)
     assert first.stdout and second.stdout and last.stdout
@@ -341,6 +342,12 @@ def test_two_phase_option_enables_two_phase_decoding(tmp_path: Any) -> None:
         fixture_rows(os.path.join(d, "decode", "xids1_skip0.tsv")), end)
 
 
+def _created_at(fixture: str) -> str:
+    """The confirmed_flush_lsn PostgreSQL gave the fixture's slot at its creation."""
+    with open(os.path.join(fixture, "slot.json")) as f:
+        return str(json.load(f)["at_creation"]["confirmed_flush_lsn"])
+
+
 # -- replication commands ---------------------------------------------------------------
 
 def test_replication_commands_with_psql(tmp_path: Any) -> None:
@@ -360,7 +367,8 @@ def test_replication_commands_with_psql(tmp_path: Any) -> None:
         r = psql(server, "CREATE_REPLICATION_SLOT c LOGICAL test_decoding (SNAPSHOT 'nothing')")
         assert r.returncode == 0, r.stderr
         name, consistent, snap, plugin = r.stdout.strip().split("|")
-        assert (name, consistent, snap, plugin) == ("c", "0/B00060", "", "test_decoding")
+        # the consistent point PostgreSQL found when the fixture's slot was created
+        assert (name, consistent, snap, plugin) == ("c", _created_at(d), "", "test_decoding")
         assert os.path.isfile(os.path.join(str(tmp_path), "c", "state"))
         r = psql(server, "CREATE_REPLICATION_SLOT c LOGICAL test_decoding")
         assert 'replication slot "c" already exists' in r.stderr
