@@ -1009,7 +1009,9 @@ class _Server:
             ts.table.name, self._text(schema, vals, natts, False, replaced))).encode()
         self.end_statement(t)
 
-    def do_update(self, step: Step) -> None:
+    def _live_row(self, step: Step) -> Tuple[_Txn, _TableState, _Schema, _Row]:
+        """UPDATE's and DELETE's start: the step's transaction, its table (row-locked), the
+        table's schema as the transaction sees it and the row's live version."""
         t = self.txn(step)
         ts = self.table(step.table)
         self.lock(t, ts, exclusive=False)
@@ -1017,6 +1019,10 @@ class _Server:
         old = self.get_row(t, ts, step.key)
         if not old.vals:
             raise self.fail(f"{ts.table.name} row {step.key} was deleted")
+        return t, ts, schema, old
+
+    def do_update(self, step: Step) -> None:
+        t, ts, schema, old = self._live_row(step)
         given = dict(step.values)
         if step.new_key is not None:
             if step.new_key in ts.keys_used:
@@ -1071,13 +1077,7 @@ class _Server:
         self.end_statement(t)
 
     def do_delete(self, step: Step) -> None:
-        t = self.txn(step)
-        ts = self.table(step.table)
-        self.lock(t, ts, exclusive=False)
-        schema = ts.schema_for(t.index)
-        old = self.get_row(t, ts, step.key)
-        if not old.vals:
-            raise self.fail(f"{ts.table.name} row {step.key} was deleted")
+        t, ts, schema, old = self._live_row(step)
         self.assign(t)
         self.use_cid(t)
         ident = ts.table.identity
