@@ -19,6 +19,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 from typing import Any, Dict, Iterator, List, Optional
@@ -156,7 +157,8 @@ def test_every_fixture_in_one_job(spark: Any) -> None:
     from pyspark.sql import functions as F
 
     dirs = [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
-                              if m.startswith("pg") for w in os.listdir(os.path.join(FIXTURES, m)))
+                              if re.fullmatch(r"pg\d+", m)
+                              for w in os.listdir(os.path.join(FIXTURES, m)))
             if os.path.exists(os.path.join(d, "meta.json"))
             and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
                     for ext in (".tsv", ".tsv.gz"))]
