@@ -193,7 +193,7 @@ def test_lazy_off_builds_the_full_catalog(monkeypatch: pytest.MonkeyPatch) -> No
 
 #: the (catalog, column) indexes the HistoricCatalog looks versions up by
 KEYED = (("pg_class", "oid"), ("pg_class", "filenode"), ("pg_class", "relname"),
-         ("pg_class", "reltoastrelid"), ("pg_attribute", "attrelid"), ("pg_index", "indrelid"),
+         ("pg_class", "reltoastrelid"), ("pg_attribute", "attrelid>0"), ("pg_index", "indrelid"),
          ("pg_type", "oid"), ("pg_type", "typname"), ("pg_namespace", "oid"))
 
 
@@ -239,3 +239,9 @@ def test_keyed_rows_equal_every_version_tested(major: str) -> None:
                 reused += got is (memo[1] if memo else None)
                 assert [id(r) for r in got] == [id(r) for r in want], (catalog, key, snap)
     assert reused  # settled answers were reused
+    # the user-column index: the versions with attnum > 0, by attrelid, in physical order
+    user: Dict[int, List[Any]] = {}
+    for tv in pc.versions("pg_attribute"):
+        if int(pc.row(tv)["attnum"]) > 0:
+            user.setdefault(int(pc.row(tv)["attrelid"]), []).append(tv)
+    assert pc.keyed("pg_attribute", "attrelid>0") == user

@@ -254,7 +254,7 @@ def _name_oid(cat: HistoricCatalog, key: Tuple[str, str]) -> Any:
 
 
 def _attrs_of(cat: HistoricCatalog, relid: int) -> Any:
-    rows = [r for r in cat._keyed("pg_attribute", "attrelid", relid) if int(r["attnum"]) > 0]
+    rows = cat._keyed("pg_attribute", "attrelid>0", relid)
     if not rows:
         return _NONE
     cat._physical._fill_missing_values(cat, rows)

@@ -948,7 +948,10 @@ class PhysicalCatalog:
     def keyed(self, catalog: str, column: str) -> Dict[Any, List[TupleVersion]]:
         """The versions of ``catalog`` by the value of ``column`` (as ``row`` gives it),
         each key's in physical order; made once per heap and column.  ``"filenode"`` of
-        pg_class is the file number the row's ``filenode`` holds (0 for none).
+        pg_class is the file number the row's ``filenode`` holds (0 for none);
+        ``"attrelid>0"`` of pg_attribute indexes the user columns only (attnum > 0, the
+        rows a relation's descriptor is built from), so that looking a relation up
+        deforms none of its system columns' versions.
 
         The value is read from the leading fixed-width attributes without deforming the
         version (``_rowbuild.lead_reader``) where it is one of them and they are all
@@ -960,13 +963,19 @@ class PhysicalCatalog:
             return index
         versions = self._load(heap)
         index = {}
+        user_cols = column == "attrelid>0"
         if catalog == "pg_class" and column == "filenode":
             want: Tuple[str, ...] = ("oid", "relfilenode", "relisshared")
+        elif user_cols:
+            want = ("attrelid", "attnum")
         else:
             want = (column,)
         read = lead_reader(heap.columns, want)
         is_name = read is not None and column != "filenode" and any(
             c[0] == column and c[1] == _NAME for c in heap.columns)
+        # a row given whole (catalog redo's export rows) may hold an oid as its text:
+        # keys of integer columns are ints, as the look-ups (and CatalogSnapshot) use
+        is_int = any(c[0] == column and c[1] in _INTS for c in heap.columns)
         paused = gc.isenabled()
         if paused:
             gc.disable()
@@ -982,8 +991,20 @@ class PhysicalCatalog:
                         vals = None
                 if vals is None:
                     row = self._deform_cached(heap, tv)
-                    key: Any = (row.get("filenode") or 0) if column == "filenode" \
-                        else row.get(column)
+                    if user_cols:
+                        if int(row["attnum"]) <= 0:
+                            continue
+                        key: Any = int(row["attrelid"])
+                    elif column == "filenode":
+                        key = int(row.get("filenode") or 0)
+                    else:
+                        key = row.get(column)
+                        if is_int and key is not None:
+                            key = int(key)
+                elif user_cols:
+                    if vals[1] <= 0:
+                        continue
+                    key = vals[0]
                 elif column == "filenode":
                     oid, relfilenode, shared = vals
                     # (relisshared, a bool, is read as its byte)
@@ -1307,21 +1328,21 @@ class PhysicalCatalog:
         """RelidByRelfilenumber under ``snapshot`` when the answer is a system catalog
         (pinned oid, IsCatalogRelationOid), else None (a user relation, none, or
         more than one version visible: ask the snapshot's catalog).  Only the
-        pg_class versions with that file are tested, not the whole catalog."""
-        index = self._class_by_file
-        if index is None:
-            index = self._class_by_file = {}
-            heap = self._heaps["pg_class"]
-            for tv in self._load(heap):
-                row = self._deform_cached(heap, tv)
-                fn = row.get("filenode")
-                if fn:
-                    index.setdefault((self._locate(row)[0], int(fn)), []).append(tv)
+        pg_class versions with that file are tested, not the whole catalog, and only
+        they are deformed (for their tablespace)."""
         if spc == 0:
             spc = self.default_tablespace
         if db != (0 if spc == GLOBALTABLESPACE_OID else self.database_oid):
             return None
+        index = self._class_by_file
+        if index is None:
+            index = self._class_by_file = {}
         cands = index.get((spc, relnode))
+        if cands is None:
+            heap = self._heaps["pg_class"]
+            cands = index[(spc, relnode)] = [
+                tv for tv in self.keyed("pg_class", "filenode").get(relnode, ())
+                if self._locate(self._deform_cached(heap, tv))[0] == spc]
         if not cands:
             return None
         if snapshot.subxip and snapshot.tuplecids is not None:
