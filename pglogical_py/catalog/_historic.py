@@ -202,14 +202,15 @@ class _TypeNames:
         self._memo: Dict[Tuple[int, str], bool] = {}
 
     def __contains__(self, key: object) -> bool:
-        got = self._memo.get(key)  # type: ignore[call-overload]
+        probe: Tuple[int, str] = key  # type: ignore[assignment]
+        got = self._memo.get(probe)
         if got is None:
-            nsp, name = key  # type: ignore[misc]
+            nsp, name = probe
             cat = self._cat()
             assert cat is not None
             got = any(int(r["typnamespace"]) == nsp
                       for r in cat._keyed("pg_type", "typname", name))
-            self._memo[key] = got  # type: ignore[index]
+            self._memo[probe] = got
         return got
 
 
@@ -402,7 +403,7 @@ class HistoricCatalog(CatalogSnapshot):
 
     def _rows_of(self, name: str) -> List[Row]:
         """Every visible row of catalog ``name`` (``rows_at``), made once."""
-        rows = self._rows.get(name)
+        rows: Optional[List[Row]] = self._rows.get(name)
         if rows is None:
             rows = self._physical.rows_at(name, self._snapshot)
             if name == "pg_attribute":

@@ -54,11 +54,17 @@ NOTES
     ``BUILD_AFTER``, by a function generated for its columns (``_rowbuild.py``), and
     integer arrays without nulls are unpacked in one call.
 
-    Snapshots.  ``catalog_at(snapshot)`` filters every catalog's versions through
-    ``visibility.satisfies_historic_mvcc`` and builds a ``CatalogSnapshot`` from
-    the visible rows, so every relcache/syscache question (relation_by_filenode,
-    tuple descriptors, format_type...) is answered by the same code as for a JSON
-    export.  Results are cached per ``snapshot.cache_key()`` in a bounded LRU
+    Snapshots.  ``catalog_at(snapshot)`` gives a ``HistoricCatalog``
+    (``_historic.py``): a CatalogSnapshot whose look-up tables compute each entry at
+    its first use from the versions of that key alone (``keyed``: versions indexed
+    once per catalog and key column; ``keyed_rows``: those visible to the snapshot,
+    through ``visibility.satisfies_historic_mvcc``), as relcache.c / catcache.c build
+    an entry from the rows of its key, so every relcache/syscache question
+    (relation_by_filenode, tuple descriptors, format_type...) is answered by the same
+    code as for a JSON export.  ``full_catalog_at(snapshot)`` (or ``lazy`` off)
+    filters every catalog's versions and builds the CatalogSnapshot whole: the
+    reference the historic catalog is tested against (tests/test_historic_catalog.py).
+    Results are cached per ``snapshot.cache_key()`` in a bounded LRU
     (``cache_size``, default ``DEFAULT_SNAPSHOT_CACHE_SIZE``; an evicted snapshot is
     rebuilt from the same rows when asked for again, so output does not depend on
     the bound, only time does; ``cache_evictions`` counts).  ``latest()`` is the
@@ -66,12 +72,14 @@ NOTES
     same time shows).  An attmissingval the types layer cannot print is kept as
     ``attmissingval_error``: building that one relation raises, not the whole catalog.
 
-    Many snapshots (docs/performance.md, sixth and seventh passes).  A decode asks for
-    a catalog at every snapshot that replays user rows: thousands in a DDL-heavy WAL.
-    A heap's versions are classified once for many snapshots (``_Classes``): visible or
-    invisible to all that have their xmin at or after a horizon, or depending on the
-    snapshot.  The "settled" classes also take a snapshot's committed xids as decided,
-    for the later snapshots that see them all committed.  The versions left depending
+    Many snapshots (docs/performance.md, sixth and seventh passes, issue 34).  A decode
+    asks for a catalog at every snapshot that replays user rows: thousands in a
+    DDL-heavy WAL; the historic catalog looks up only the keys the decode needs.  For
+    the whole-table path (``rows_at``, the full build) a heap's versions are
+    classified once for many snapshots (``_Classes``): visible or invisible to all
+    that have their xmin at or after a horizon, or depending on the snapshot.  The
+    "settled" classes also take a snapshot's committed xids as decided, for the later
+    snapshots that see them all committed.  The versions left depending
     on the snapshot are decided per (xmin, xmax) group; the groups are cut at the
     snapshot's xmax.  CatalogSnapshot builds the look-up tables of the always-visible
     rows once and completes copies of them with the rest (its ``parts``).
@@ -84,7 +92,7 @@ NOTES
         tc.add(spc, db, relnumber, block, offset, cmin, cmax, combocid)  # each NEW_CID
         snap = HistoricSnapshot(xmin, xmax, committed_xids, subxip=own_xids,
                                 curcid=cid, tuplecids=tc)
-        cat = pc.catalog_at(snap)                        # -> CatalogSnapshot (cached)
+        cat = pc.catalog_at(snap)                        # -> HistoricCatalog (cached)
         rel = cat.relation_by_filenode(spc, db, relnumber)
 
     ``catalog_at`` first applies the logical rewrite mapping files meant for the
@@ -164,8 +172,8 @@ from ._rowbuild import (
 )
 from ._rowbuild import generate as generate_row_builder
 from .clog import (
-    FirstNormalTransactionId,
     Clog,
+    FirstNormalTransactionId,
     MultiXacts,
     transaction_id_is_normal,
     transaction_id_precedes,
