@@ -92,7 +92,11 @@ def _relation(cat: Any, oid: int) -> Any:
     cols = []
     for a in rel.tupdesc.attrs:
         typ = "" if a.attisdropped else cat.format_type(a.atttypid, a.atttypmod)
-        cols.append(tuple(getattr(a, s) for s in type(a).__slots__) + (typ,))
+        try:
+            default = id(cat.attrdef(oid, a.attnum))  # the same row object, or None
+        except PglogicalError as err:  # a catalog without pg_attrdef
+            default = hash(str(err))
+        cols.append(tuple(getattr(a, s) for s in type(a).__slots__) + (typ, default))
     return head, tuple(cols)
 
 

@@ -64,6 +64,7 @@ from .snapshot import (
     _index_ranges,
     _index_roles,
     _index_types,
+    _int,
 )
 
 __all__ = ["HistoricCatalog"]
@@ -297,6 +298,28 @@ def _enum_row(cat: HistoricCatalog, oid: int) -> Any:
     return cat._last("pg_enum", "oid", oid)
 
 
+def _attrdef_row(cat: HistoricCatalog, key: Tuple[int, int]) -> Any:
+    relid, attnum = key
+    found = _NONE
+    for r in cat._keyed("pg_attrdef", "adrelid", relid):
+        if _int(r.get("adnum")) == attnum:
+            found = r
+    return found
+
+
+def _all_attrdefs(cat: HistoricCatalog) -> Dict[Any, Any]:
+    return {(_int(r.get("adrelid")), _int(r.get("adnum"))): r
+            for r in cat._rows_of("pg_attrdef")}
+
+
+def _make_attrdefs(cat: HistoricCatalog) -> Optional[_Lookup]:
+    """pg_attrdef by (adrelid, adnum) (CatalogSnapshot.attrdef); None without the
+    catalog, so that attrdef reports it as a full build does."""
+    if "pg_attrdef" not in cat._physical.table_names:
+        return None
+    return _Lookup(cat, _attrdef_row, _all_attrdefs)
+
+
 def _by_oid(name: str) -> Full:
     return lambda cat: {int(r["oid"]): r for r in cat._rows_of(name)}
 
@@ -342,6 +365,7 @@ class HistoricCatalog(CatalogSnapshot):
     _enum_rows = _lookup(_enum_rows_of, lambda cat: _index_enums(cat._rows_of("pg_enum"))[0])
     _range_subtype = _lookup(_range_of, lambda cat: _index_ranges(cat._rows_of("pg_range"))[0])
     _type_names = _Lazy(_TypeNames)
+    _attrdefs = _Lazy(_make_attrdefs)
     _syscache_rows = _Lazy(_syscache_rows)
     default_tablespace = _Lazy(_default_tablespace)
     search_path_oids = _Lazy(_search_path)
