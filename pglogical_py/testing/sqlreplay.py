@@ -20,6 +20,15 @@ NOTES
     What only moves WAL around (``running_xacts``, ``switch_wal``, ``noop``) is not run:
     it changes no row of a decoding stream.  ``checkpoint`` runs CHECKPOINT.
 
+    Values are parameters cast to their column's type (``%s::boolean``): the type
+    comes from the workload's own model (``_server.Replay``, stepped along with the
+    server: the columns the step's transaction sees, ADD / DROP COLUMN included), not
+    from the Python value (an ``int`` may be int4 or int8, ``None`` any type).  A
+    parameter left untyped would be typed by the server from the first table it met:
+    psycopg prepares a statement it has run five times, and a prepared INSERT keeps
+    the parameter types inferred then, also when a later example made a table of the
+    same name with other column types.
+
     ``units(rows)`` splits a test_decoding stream (include-xids) into transactions and
     lone messages with the xids taken out of BEGIN / COMMIT, and ``same_units(want,
     got)`` compares two streams unit by unit with a one-to-one map between their xids:
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from ._server import Replay
 from .workload import TYPES, Step, Workload
 
 __all__ = ["Replayer", "same_units", "setup_sql", "units"]
@@ -71,14 +81,20 @@ def setup_sql(workload: Workload) -> List[Sql]:
             out.append(("ALTER TABLE %s REPLICA IDENTITY %s" % (name, t.identity.upper()),
                         ()))
     for table, values in workload.rows:
-        out.append(_insert(table, values))
+        types = {c.name: c.type for c in workload.table(table).columns}
+        out.append(_insert(table, values, types))
     return out
 
 
-def _insert(table: str, values: Sequence[Tuple[str, Any]]) -> Sql:
+def _param(type_name: str) -> str:
+    """A parameter placeholder cast to the column's type."""
+    return "%s::" + TYPES[type_name].sql
+
+
+def _insert(table: str, values: Sequence[Tuple[str, Any]], types: Dict[str, str]) -> Sql:
     return ("INSERT INTO %s (%s) VALUES (%s)" % (
         _ident(table), ", ".join(_ident(n) for n, _v in values),
-        ", ".join(["%s"] * len(values))), tuple(v for _n, v in values))
+        ", ".join(_param(types[n]) for n, _v in values)), tuple(v for _n, v in values))
 
 
 class Replayer:
@@ -95,6 +111,10 @@ class Replayer:
         self.sp_no = 0
         self.prepared: Dict[int, str] = {}
         self.ended: Set[int] = set()
+        # the workload's model, a step behind the server: the column types of a step
+        self.model = Replay(Workload(workload.tables, (), workload.rows,
+                                     first_xid=workload.first_xid,
+                                     first_oid=workload.first_oid))
 
     def _conn(self, txn: int) -> Any:
         c = self.conns.get(txn)
@@ -118,6 +138,11 @@ class Replayer:
                 self.step(step)
             except Exception as err:
                 raise RuntimeError(f"step {i} {step!r} failed: {err}") from err
+            self.model.apply(step)
+
+    def _types(self, s: Step) -> Dict[str, str]:
+        """The column types ``s``'s transaction sees in ``s.table``."""
+        return dict(self.model.columns(s.txn, s.table))
 
     def step(self, s: Step) -> None:
         kind = s.kind
@@ -146,7 +171,7 @@ class Replayer:
             self._end(s.txn)
 
     def _message(self, c: Any, s: Step) -> None:
-        c.execute("SELECT pg_logical_emit_message(%s, %s, %s::bytea)",
+        c.execute("SELECT pg_logical_emit_message(%s::boolean, %s::text, %s::bytea)",
                   (s.transactional, s.prefix, s.content))
 
     def _sql(self, s: Step) -> List[Sql]:
@@ -162,22 +187,26 @@ class Replayer:
             name = sps.pop()
             return [("ROLLBACK TO SAVEPOINT " + name, ()), ("RELEASE SAVEPOINT " + name, ())]
         if kind == "insert":
-            return [_insert(s.table, s.values)]
+            return [_insert(s.table, s.values, self._types(s))]
         if kind == "update":
+            types = self._types(s)
             key = self.workload.table(s.table).key
             sets = [(n, v) for n, v in s.values]
             if s.new_key is not None:
                 sets.append((key, s.new_key))
+            where = "%s = %s" % (_ident(key), _param(types[key]))
             if not sets:
-                return [("UPDATE %s SET %s = %s WHERE %s = %%s" % (
-                    _ident(s.table), _ident(key), _ident(key), _ident(key)), (s.key,))]
-            return [("UPDATE %s SET %s WHERE %s = %%s" % (
-                _ident(s.table), ", ".join("%s = %%s" % _ident(n) for n, _v in sets),
-                _ident(key)), tuple(v for _n, v in sets) + (s.key,))]
+                return [("UPDATE %s SET %s = %s WHERE %s" % (
+                    _ident(s.table), _ident(key), _ident(key), where), (s.key,))]
+            return [("UPDATE %s SET %s WHERE %s" % (
+                _ident(s.table), ", ".join("%s = %s" % (_ident(n), _param(types[n]))
+                                           for n, _v in sets),
+                where), tuple(v for _n, v in sets) + (s.key,))]
         if kind == "delete":
+            types = self._types(s)
             key = self.workload.table(s.table).key
-            return [("DELETE FROM %s WHERE %s = %%s" % (_ident(s.table), _ident(key)),
-                     (s.key,))]
+            return [("DELETE FROM %s WHERE %s = %s" % (_ident(s.table), _ident(key),
+                                                       _param(types[key])), (s.key,))]
         if kind == "truncate":
             sql = "TRUNCATE " + ", ".join(_ident(t) for t in s.tables)
             if s.restart_seqs:
@@ -186,7 +215,7 @@ class Replayer:
                 sql += " CASCADE"
             return [(sql, ())]
         if kind == "message":
-            return [("SELECT pg_logical_emit_message(%s, %s, %s::bytea)",
+            return [("SELECT pg_logical_emit_message(%s::boolean, %s::text, %s::bytea)",
                      (s.transactional, s.prefix, s.content))]
         if kind == "add_column":
             assert s.column is not None
