@@ -674,19 +674,26 @@ class _Server:
                 size = (size + align - 1) // align * align + len(v.raw) + 4
         return hoff, size
 
+    def _needs_toast(self, schema: _Schema, vals: Dict[int, Optional[_Value]],
+                     old: Optional[_Row]) -> bool:
+        """heap_update's need_toast (and heap_insert's): an out-of-line value in the old
+        or the new tuple, or a new tuple over TOAST_TUPLE_THRESHOLD as it stands."""
+        hoff, size = self._data_size(schema, vals)
+        has_external = any(v is not None and v.form.startswith("external")
+                           for v in vals.values())
+        old_external = old is not None and any(
+            v is not None and v.form.startswith("external") for v in old.vals.values())
+        return has_external or old_external or hoff + size > TOAST_TUPLE_THRESHOLD
+
     def _toast(self, ts: _TableState, schema: _Schema, vals: Dict[int, Optional[_Value]],
                old: Optional[_Row], t_index: int, log: bool = True,
                t: Optional[_Txn] = None) -> List[int]:
         """heap_toast_insert_or_update on ``vals`` (fresh values are 'plain'; values kept
         from ``old`` keep their form).  Returns the attnums whose values it stored out of
         line now (their chunks were just written, when ``log``)."""
-        hoff, size = self._data_size(schema, vals)
-        has_external = any(v is not None and v.form.startswith("external")
-                           for v in vals.values())
-        old_external = old is not None and any(
-            v is not None and v.form.startswith("external") for v in old.vals.values())
-        if not (has_external or old_external or hoff + size > TOAST_TUPLE_THRESHOLD):
+        if not self._needs_toast(schema, vals, old):
             return []
+        hoff = self._data_size(schema, vals)[0]
         max_data = TOAST_TUPLE_TARGET - hoff
         # toast_tuple_init: an out-of-line value kept from the old tuple keeps its pointer
         # and is not touched again (TOASTCOL_IGNORE); the other values may change form,
@@ -1034,6 +1041,12 @@ class _Server:
         vals = self._values(ts, schema, given, old)
         self.assign(t)
         self.use_cid(t)
+        if self._needs_toast(schema, vals, old):
+            # heap_update lets go of the page for the TOAST work: the old version is
+            # locked first, and that is logged (before any TOAST chunk)
+            self.emit(t, "heap_lock", wb.RM_HEAP_ID, wb.heap_lock(
+                (DEFAULTTABLESPACE, DATABASE_OID, schema.filenode), old.blk, old.off,
+                t.stack[-1].xid, keys_updated=key_changed))
         replaced = self._toast(ts, schema, vals, old, t.index, t=t)
         natts = len(schema.attrs)
         hot = step.hot
