@@ -39,7 +39,7 @@ from __future__ import annotations
 import platform
 import random
 import struct
-from typing import Any
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -50,6 +50,7 @@ from hypothesis import given  # noqa: E402
 
 from pglogical_py.testing import _pglz, model, sqlreplay, walbuilder  # noqa: E402
 from pglogical_py.testing import strategies as pst  # noqa: E402
+from pglogical_py.testing.workload import Column, Step, Table, Workload  # noqa: E402
 
 SLOT = "kit_live"
 
@@ -61,6 +62,28 @@ kit_server = _live.server_fixture(
 def expected_rows(workload: Any) -> Any:
     lay = walbuilder.layout(workload, 15)
     return model.expected_rows(lay, lay.restart_lsn, lay.confirmed_flush, 0, None)
+
+
+def replay(srv: Any, admin: Any, workload: Any) -> List[Tuple[str, int, bytes]]:
+    """``workload`` run on ``srv`` from a fresh slot; the slot's peek (include-xids=1,
+    skip-empty-xacts=0) up to the end of the last step."""
+    admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                  " WHERE slot_name = %s", (SLOT,))
+    for sql, params in sqlreplay.setup_sql(workload):
+        admin.execute(sql, params)
+    admin.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (SLOT,))
+    rp = sqlreplay.Replayer(workload, admin, srv.connect)
+    try:
+        rp.run()
+        upto = admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        admin.execute("CHECKPOINT")
+        flushed = admin.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn",
+                                (upto,)).fetchone()[0]
+        assert flushed, f"CHECKPOINT returned with WAL up to {upto} not flushed"
+        return [(lsn, int(xid), bytes(d)) for lsn, xid, d in
+                _live.peek_rows(admin, SLOT, upto, "1", "0")]
+    finally:
+        rp.finish()
 
 
 def _live_only() -> None:
@@ -136,6 +159,57 @@ def test_the_kits_pglz_writes_what_postgresql_writes(kit_server: Any) -> None:
         admin.close()
 
 
+def _tie_workload(top_first: Step, between: Tuple[Step, ...], change: Step) -> Workload:
+    """A transaction that does ``top_first``, then a transactional message in one
+    subtransaction, ``between``, and ``change`` in the next subtransaction: with nothing
+    between, the message (queued at its record's end) ties with the change."""
+    rnd = random.Random(5)
+    big = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(3000))
+    table = Table("t1", (Column("id", "int4"), Column("v", "text")))
+    rows = (("t1", (("id", 1000000), ("v", big))), ("t1", (("id", 1000001), ("v", "x"))))
+    steps = (top_first, Step("savepoint", 0),
+             Step("message", 0, transactional=True, prefix="p", content=b"m"),
+             Step("release", 0), Step("savepoint", 0)) + between + (
+        change, Step("release", 0), Step("commit", 0))
+    return Workload((table,), steps, rows)
+
+
+_INSERT = Step("insert", 0, "t1", values=(("id", 1), ("v", "a")))
+_UPDATE = Step("update", 0, "t1", key=1000001, values=(("v", "b"),), hot=True)
+TIES = {
+    # the top-level stream runs out first: the heap's last two entries, as they end up
+    "tie": _tie_workload(_INSERT, (), _UPDATE),
+    # a TRUNCATE commits catalog changes: the committing transaction gets the new
+    # snapshot at its commit record too, which keeps its stream in the heap
+    "tie_catalog": _tie_workload(Step("truncate", 0, tables=("t1",)), (), Step(
+        "insert", 0, "t1", values=(("id", 2), ("v", "c")))),
+    # a running_xacts in between (CHECKPOINT on 15): no tie
+    "running_xacts": _tie_workload(_INSERT, (Step("running_xacts"),), _UPDATE),
+    # an update of a row with an out-of-line value: heap_update's LOCK record first
+    "toast_lock": _tie_workload(_INSERT, (), Step("update", 0, "t1", key=1000000,
+                                                   hot=True)),
+}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("name", sorted(TIES))
+def test_ties_come_out_in_the_servers_order(kit_server: Any, name: str) -> None:
+    """Workloads made for the tie between a transactional message and the next change:
+    here both WALs have the same records between the two, so the rows must come in the
+    same order (no ``_untie``)."""
+    _live_only()
+    admin = kit_server.connect(autocommit=True)
+    try:
+        workload = TIES[name]
+        want = sqlreplay.units(expected_rows(workload))
+        got = sqlreplay.units(replay(kit_server, admin, workload))
+        assert [d for _x, d in got] == [d for _x, d in want]
+    finally:
+        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                      " WHERE slot_name = %s", (SLOT,))
+        admin.close()
+
+
 @pytest.mark.live
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")
 def test_workloads_replayed_on_postgresql_give_the_expected_rows(kit_server: Any) -> None:
@@ -147,24 +221,7 @@ def test_workloads_replayed_on_postgresql_give_the_expected_rows(kit_server: Any
     @given(pst.workloads(max_steps=40, max_transactions=5))
     def check(workload: Any) -> None:
         want = expected_rows(workload)
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                      " WHERE slot_name = %s", (SLOT,))
-        for sql, params in sqlreplay.setup_sql(workload):
-            admin.execute(sql, params)
-        admin.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')",
-                      (SLOT,))
-        rp = sqlreplay.Replayer(workload, admin, srv.connect)
-        try:
-            rp.run()
-            upto = admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-            admin.execute("CHECKPOINT")
-            flushed = admin.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn",
-                                    (upto,)).fetchone()[0]
-            assert flushed, f"CHECKPOINT returned with WAL up to {upto} not flushed"
-            got = [(lsn, int(xid), bytes(d)) for lsn, xid, d in
-                   _live.peek_rows(admin, SLOT, upto, "1", "0")]
-        finally:
-            rp.finish()
+        got = replay(srv, admin, workload)
         problems = sqlreplay.same_units(want, got)
         assert not problems, "\n".join(problems[:10])
 
