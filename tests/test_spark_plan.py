@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from _fixtures import FIXTURES, decode_end, workload_dirs  # type: ignore[import-not-found]

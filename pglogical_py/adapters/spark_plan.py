@@ -83,7 +83,15 @@ from ..logical.reorderbuffer import RBTXN_HAS_CATALOG_CHANGES
 from ..logical.snapbuild import BuilderState, SnapBuildState
 from ..lsn import format_lsn
 from ..session import DecodeRequest, DecodeSession, slot_positions
-from ..wal.rmgr.layouts import XLOG_HEAP2_NEW_CID, XLOG_HEAP_OPMASK
+from ..wal.rmgr.layouts import (
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP_DELETE,
+    XLOG_HEAP_HOT_UPDATE,
+    XLOG_HEAP_INSERT,
+    XLOG_HEAP_OPMASK,
+    XLOG_HEAP_UPDATE,
+)
+from ..wal.rmgr.names import RM_HEAP_ID
 
 __all__ = ["PlannedPartition", "ReadPlan", "plan_read", "sequential_reason"]
 
@@ -93,6 +101,7 @@ SPLITTABLE_PLUGINS = ("test_decoding", "pglogical_py.adapters.spark_feed:FeedPlu
 #: the session's cached rows matter
 SYSCACHE_CATALOGS = ("pg_type", "pg_namespace", "pg_enum")
 _INVALID_CID = 0xFFFFFFFF
+_HEAP_CHANGES = (XLOG_HEAP_INSERT, XLOG_HEAP_UPDATE, XLOG_HEAP_HOT_UPDATE, XLOG_HEAP_DELETE)
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,15 @@ class ReadPlan:
         return [p.request(base) for p in self.partitions]
 
 
+class _Skimming(Exception):
+    """The plan's first walk ends after the record ending at ``lsn``: from there heap
+    changes are read at header cost."""
+
+    def __init__(self, lsn: int) -> None:
+        super().__init__(lsn)
+        self.lsn = lsn
+
+
 class _Commit(NamedTuple):
     lsn: int
     end_lsn: int
@@ -170,6 +188,13 @@ def sequential_reason(request: DecodeRequest) -> Optional[str]:
     if slot.two_phase:
         return "two-phase decoding (a prepared transaction's rows depend on the commit log)"
     return None
+
+
+def next_record(end_lsn: int) -> int:
+    """Where the record after one ending at ``end_lsn`` starts, as a decode's restart
+    point: MAXALIGNed (a page boundary stands for the record after its header, as
+    XLogBeginRead takes it)."""
+    return (end_lsn + 7) & ~7
 
 
 def _single(request: DecodeRequest, reason: Optional[str]) -> ReadPlan:
@@ -200,13 +225,49 @@ def plan_read(request: DecodeRequest, partitions: int) -> ReadPlan:
         slot = session.slot
         assert slot is not None
         reader = session.reader
-        for _ in reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid, request.end_lsn,
-                                      planner.fast_table(True), process=planner.process_record):
-            pass
+        # records are checked (headers, xl_prev, pages) but their CRCs are left to the
+        # partitions, which between them read every record: a damaged one fails the
+        # task that reads it, as it fails the sequential decode
+        reader.verify_crc = False
+        try:
+            for _ in reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
+                                          request.end_lsn, planner.fast_table(True),
+                                          process=planner.process_record):
+                pass
+        except _Skimming as switch:
+            # the builder has its snapshot: the rest is read with heap changes at
+            # header cost (a second reader from the record after the one that made it)
+            if not (request.end_lsn and switch.lsn >= request.end_lsn):
+                reader = _skim_rest(request, planner, switch.lsn)
         end = request.end_lsn or reader.end_of_wal or 0
     parts = _cut(planner, slot.restart_lsn, slot.start_lsn, end, partitions)
     return ReadPlan(tuple(parts), None, planner.serial_after, len(planner.commits),
                     time.perf_counter() - began)
+
+
+def _skim_rest(request: DecodeRequest, planner: _Planner, lsn: int) -> Any:
+    """The plan's walk from ``lsn`` (the end of the record after which the builder had
+    its snapshot) to the end, heap changes at header cost; returns its reader."""
+    from ..wal.xlogreader import XLogReader
+    from .files import iter_segments
+
+    planner.skimming = True
+    reader = XLogReader(iter_segments(list(request.wal), start_lsn=lsn,
+                                      end_lsn=request.end_lsn or None),
+                        start_lsn=lsn, verify_crc=False)
+    skim = bytearray(SKIP_TABLE)
+    for hi in range(16):
+        if (hi << 4) & XLOG_HEAP_OPMASK in _HEAP_CHANGES:
+            skim[(RM_HEAP_ID << 4) | hi] = 1
+    fast = planner.fast_table(True)
+    for k in range(len(fast)):
+        if skim[k]:
+            fast[k] = None
+    for _ in reader.iter_decoding(bytes(skim), planner.ctx.reorder.process_xid,
+                                  request.end_lsn, fast,
+                                  process=planner.process_record):
+        pass
+    return reader
 
 
 def _syscache_files(ctx: Any) -> Set[Tuple[int, int]]:
@@ -258,8 +319,10 @@ def _cut(planner: _Planner, restart_lsn: int, start_lsn: int, end: int, n: int
         restart = restart_lsn
         if k > 0:
             # what it outputs: its commits' transactions, and the non-transactional
-            # messages read between its bounds
-            starts = [c.first for c in mine]
+            # messages read between its bounds; and it reads from the record after the
+            # previous partition's last at the latest (every record is read by some
+            # partition: the plan itself does not check CRCs)
+            starts = [c.first for c in mine] + [next_record(b)]
             starts += [m for m in messages if b <= m and (not upto or m < upto)]
             first = min(starts)
             state = planner.state_at(first)
@@ -295,6 +358,10 @@ class _Planner(LogicalDecoder):
         self.serial_after: Optional[int] = None
         #: LSNs of the non-transactional messages (sent when read, not at a commit)
         self.messages: List[int] = []
+        #: heap changes are read at header cost (ProcessXid only) once the builder has a
+        #: snapshot: SnapBuildProcessChange then touches nothing but the transaction's
+        #: base snapshot, which the plan does not carry (``_Skimming``)
+        self.skimming = False
         reorder = ctx.reorder
         reorder.queue_message = _ignore
         self._reorder_txn_by_xid = reorder.txn_by_xid
@@ -305,6 +372,11 @@ class _Planner(LogicalDecoder):
         reorder.assign_child = self._assign_child
         reorder.xid_set_catalog_changes = self._set_catalog_changes
         reorder._cleanup_one = self._cleanup_one
+
+    def process_record(self, record: Any) -> None:
+        super().process_record(record)
+        if not self.skimming and self.builder.snapshot is not None:
+            raise _Skimming(record.end_lsn)
 
     # -- the builder's state at transactions' first records -------------------------
 
@@ -379,6 +451,7 @@ class _Planner(LogicalDecoder):
         self._note_commit(lsn, end_lsn, xid, ())
         self.builder.commit_txn(lsn, xid, (), xinfo)
         self.reorder.forget(xid, lsn)
+        self._capture(next_record(end_lsn))
 
     def _commit(self, lsn: int, end_lsn: int, origin_id: int, parsed: Any, xid: int,
                 two_phase: bool) -> None:
@@ -388,6 +461,7 @@ class _Planner(LogicalDecoder):
         for sub in parsed.subxacts:
             self.reorder.forget(sub, lsn)
         self.reorder.forget(xid, lsn)
+        self._capture(next_record(end_lsn))
 
     # -- changes: ProcessXid and SnapBuildProcessChange only --------------------------
 
@@ -398,6 +472,8 @@ class _Planner(LogicalDecoder):
         self.reorder.process_xid(xid, lsn)
         if self.builder.state >= SnapBuildState.FULL_SNAPSHOT:
             self.builder.process_change(xid, lsn)
+            if not self.skimming and self.builder.snapshot is not None:
+                raise _Skimming(end_lsn)
         return True
 
     def decode_insert(self, record: Any) -> None:
