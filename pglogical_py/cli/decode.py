@@ -386,6 +386,16 @@ def _nothing() -> None:
     return None
 
 
+def describe_end(reason: str) -> str:
+    """The reader's reason for the end of valid WAL, with what it means in words
+    (``ends at X: zeroed space follows (invalid record length ...)``)."""
+    if "invalid magic number 0000" in reason or "got 0" in reason:
+        return f"zeroed space follows, WAL not written there yet ({reason})"
+    if "not supplied" in reason:
+        return f"the next segment is not among the files given ({reason})"
+    return reason
+
+
 def run(args: argparse.Namespace) -> int:
     request = request_from_args(args)
     session = DecodeSession(request, after_evict=_setup_memory())
@@ -403,7 +413,8 @@ def run(args: argparse.Namespace) -> int:
         ended, why = session.end_of_wal, session.end_reason
     if ended is not None:
         # the end of valid WAL was where the decode ended: say where and why
-        sys.stderr.write(f"pglogical-py: WAL ends at {format_lsn(ended)}: {why}\n")
+        sys.stderr.write(f"pglogical-py: WAL ends at {format_lsn(ended)}: "
+                         f"{describe_end(why or '')}\n")
     if args.stats:
         for name, value in stats.items():
             sys.stderr.write(f"{name}\t{value}\n")
