@@ -705,16 +705,56 @@ class PglogicalReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """The plan (spark_plan.py ``plan_read``), made here on the driver once per
-        read: consecutive commit ranges, each one partition."""
+        read (``cached_plan``: not again for the next action on the same DataFrame):
+        consecutive commit ranges, each one partition."""
         opts = self.options
-        request = opts.request()
-        plan = self.plan = plan_read(request, opts.partition_count(request))
+        plan = self.plan = cached_plan(opts)
         return [WalPartition(opts, planned=p, spec=self.spec) for p in plan.partitions]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """The partition's rows, as Arrow record batches (on the executor)."""
         assert isinstance(partition, WalPartition)
         return _read(partition)
+
+
+#: plans made in this process, newest last: (options, WAL files' stat) -> plan
+_PLANS: Dict[Any, ReadPlan] = {}
+_PLANS_KEPT = 8
+
+
+def cached_plan(opts: Options) -> ReadPlan:
+    """The read's plan, made once per (options, the WAL files' names, sizes and
+    modification times): Spark plans a Python data source's read again for every
+    action, in the driver's Python worker (reused between actions), and the plan costs
+    a header-cost pass over the read's WAL.  A file added or rewritten makes a new
+    plan."""
+    key = (opts, _wal_stat(opts.paths))
+    plan = _PLANS.pop(key, None)
+    if plan is None:
+        request = opts.request()
+        plan = plan_read(request, opts.partition_count(request))
+    _PLANS[key] = plan
+    while len(_PLANS) > _PLANS_KEPT:
+        del _PLANS[next(iter(_PLANS))]
+    return plan
+
+
+def _wal_stat(paths: Sequence[str]) -> Tuple[Tuple[str, int, int], ...]:
+    out: List[Tuple[str, int, int]] = []
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                with os.scandir(path) as it:
+                    for e in it:
+                        if e.is_file():
+                            st = e.stat()
+                            out.append((e.path, st.st_size, st.st_mtime_ns))
+            else:
+                st = os.stat(path)
+                out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, -1))  # the plan's own read reports what is wrong
+    return tuple(sorted(out))
 
 
 def _offset(lsn: int) -> Dict[str, Any]:
@@ -914,7 +954,13 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
     commit order (``_commit_version``, ``_change_ordinal``), kept unless that row
     removed the key -- a ``delete``, or the ``update_preimage`` of an UPDATE that
     changed the key (its postimage carries the new key); rows before the last
-    ``truncate`` do not count.  Returns the table's own columns."""
+    ``truncate`` do not count.  A value named in a row's ``_unchanged_toast`` is the
+    key's latest earlier value of that column (PostgreSQL did not log it again).
+    Returns the table's own columns.
+
+    Not carried: an unchanged TOAST value across a key change under REPLICA IDENTITY
+    DEFAULT / USING INDEX (the old key's row is the only place it was logged; the new
+    key's value stays null, named in ``_unchanged_toast``) -- docs/spark.md."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -923,9 +969,22 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
         F.max(F.struct(*order)).alias("t"))
     rows = feed.where(F.col("_change_type") != "truncate").crossJoin(truncates).where(
         F.col("t").isNull() | (F.struct(*order) > F.col("t"))).drop("t")
-    latest = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(
-        *[c.desc() for c in order])
+    by_key = [F.col(_quoted(k)) for k in keys]
     data = [c for c in feed.columns if not c.startswith("_")]
+    history = Window.partitionBy(*by_key).orderBy(*order).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    for c in data:
+        if c in keys:
+            continue
+        # the latest value logged for the key, null included (a struct is never null)
+        logged = F.when(~F.array_contains(F.col("_unchanged_toast"), c),
+                        F.struct(F.col(_quoted(c)).alias("v")))
+        rows = rows.withColumn(c, F.last(logged, ignorenulls=True).over(history)["v"])
+    latest = Window.partitionBy(*by_key).orderBy(*[c.desc() for c in order])
     return (rows.withColumn("_n", F.row_number().over(latest)).where(F.col("_n") == 1)
             .where(F.col("_change_type").isin("insert", "update_postimage"))
-            .select(*data))
+            .select(*[F.col(_quoted(c)) for c in data]))
+
+
+def _quoted(name: str) -> str:
+    return "`%s`" % name.replace("`", "``")

@@ -238,7 +238,7 @@ def plan_read(request: DecodeRequest, partitions: int) -> ReadPlan:
             # the builder has its snapshot: the rest is read with heap changes at
             # header cost (a second reader from the record after the one that made it)
             if not (request.end_lsn and switch.lsn >= request.end_lsn):
-                reader = _skim_rest(request, planner, switch.lsn)
+                reader = _skim_rest(request, planner, next_record(switch.lsn))
         end = request.end_lsn or reader.end_of_wal or 0
     parts = _cut(planner, slot.restart_lsn, slot.start_lsn, end, partitions)
     return ReadPlan(tuple(parts), None, planner.serial_after, len(planner.commits),
