@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
@@ -29,12 +28,12 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from _fixtures import FIXTURES, decode_end  # type: ignore[import-not-found]  # noqa: E402
+from _spark import spark_session  # type: ignore[import-not-found]  # noqa: E402
 from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
     expected_output as _expected,  # decode/<set>.tsv(.gz): PostgreSQL's peek
 )
 
-import pglogical_py  # noqa: E402
-from pglogical_py.adapters.spark import Options, PglogicalDataSource  # noqa: E402
+from pglogical_py.adapters.spark import Options  # noqa: E402
 from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.errors import UsageError  # noqa: E402
 from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
@@ -42,33 +41,8 @@ from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime (Spark 4 needs Java 17+; make test installs it)")
-    # the Python workers must run this interpreter and import this checkout's package
-    # (the JVM and its workers take the environment at start-up)
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pglogical_py.__file__)))
-    path = saved["PYTHONPATH"]
-    os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
-    session = (SparkSession.builder.master("local[1]").appName("pglogical_py tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(PglogicalDataSource)
-    try:
+    with spark_session() as session:
         yield session
-    finally:
-        session.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _fixture_options(wdir: str, optionset: str, *, binary: bool = True) -> Dict[str, str]:
@@ -150,7 +124,10 @@ def test_read_matches_postgres(spark: Any, fixture: str, optionset: str,
 
 def test_every_fixture_in_one_job(spark: Any) -> None:
     """Every fixture of 15-18 (test_decoding's default option set, binary rows): the
-    reads, unioned into one job (one partition each), give PostgreSQL's rows."""
+    reads, each cut into three commit ranges (``partitions``; those with streamed or
+    two-phase transactions keep one), unioned into one job, give PostgreSQL's rows --
+    the rows of the one-partition reads above and of the command line
+    (test_api.py ``test_cli_matches_postgres``)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -161,8 +138,10 @@ def test_every_fixture_in_one_job(spark: Any) -> None:
             and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
                     for ext in (".tsv", ".tsv.gz"))]
     assert len(dirs) > 60
-    dfs = [_load(spark, _fixture_options(d, "xids1_skip0", binary=True))
-           .withColumn("fixture", F.lit(i)) for i, d in enumerate(dirs)]
+    dfs = [_load(spark, {**_fixture_options(d, "xids1_skip0", binary=True),
+                         "partitions": "3"}).withColumn("fixture", F.lit(i))
+           for i, d in enumerate(dirs)]
+    assert dfs[0].rdd.getNumPartitions() == 3
     got: Dict[int, List[Any]] = {i: [] for i in range(len(dirs))}
     for row in reduce(lambda a, b: a.unionByName(b), dfs).collect():
         got[row.fixture].append((row.lsn, row.xid, row.data))
@@ -363,6 +342,12 @@ def _corrupt_copy(tmp_path: Any) -> Any:
 
 
 def test_corrupt_wal_error_names_file_and_lsn(spark: Any, tmp_path: Any) -> None:
+    """A damaged record in a read of three partitions: the plan (on the driver) leaves
+    CRCs to the partitions, so the executor's task reading the record fails, and its
+    error reaches the driver inside Spark's PythonException with the library error's
+    class, file and LSN."""
+    from pyspark.errors import PythonException
+
     from pglogical_py.adapters.spark import WalPartition, _read
     from pglogical_py.errors import WalError
 
@@ -375,8 +360,10 @@ def test_corrupt_wal_error_names_file_and_lsn(spark: Any, tmp_path: Any) -> None
             pass
     err = info.value
     assert err.file is not None and err.lsn is not None
-    with pytest.raises(Exception) as spark_err:
-        _load(spark, opts).collect()
+    df = _load(spark, {**opts, "partitions": "3"})
+    assert df.rdd.getNumPartitions() == 3
+    with pytest.raises(PythonException) as spark_err:
+        df.collect()
     text = str(spark_err.value)
     assert type(err).__name__ in text
     assert str(err) in text  # "... (file 00000001000000000000000B, LSN 0/B18xxx)"

@@ -964,13 +964,20 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from .spark_feed import FEED_COLUMNS, TRAILING
+
+    meta = {n for n, _t in FEED_COLUMNS + TRAILING}
+    data = [c for c in feed.columns if c not in meta]
+    # helper columns, named unlike any of the table's (which are ``data``)
+    last, n = "_last_truncate", "_n"
+    while last in data or n in data:
+        last, n = "_" + last, "_" + n
     order = [F.col("_commit_version"), F.col("_change_ordinal")]
     truncates = feed.where(F.col("_change_type") == "truncate").agg(
-        F.max(F.struct(*order)).alias("t"))
+        F.max(F.struct(*order)).alias(last))
     rows = feed.where(F.col("_change_type") != "truncate").crossJoin(truncates).where(
-        F.col("t").isNull() | (F.struct(*order) > F.col("t"))).drop("t")
+        F.col(last).isNull() | (F.struct(*order) > F.col(last))).drop(last)
     by_key = [F.col(_quoted(k)) for k in keys]
-    data = [c for c in feed.columns if not c.startswith("_")]
     history = Window.partitionBy(*by_key).orderBy(*order).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     for c in data:
@@ -981,7 +988,7 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
                         F.struct(F.col(_quoted(c)).alias("v")))
         rows = rows.withColumn(c, F.last(logged, ignorenulls=True).over(history)["v"])
     latest = Window.partitionBy(*by_key).orderBy(*[c.desc() for c in order])
-    return (rows.withColumn("_n", F.row_number().over(latest)).where(F.col("_n") == 1)
+    return (rows.withColumn(n, F.row_number().over(latest)).where(F.col(n) == 1)
             .where(F.col("_change_type").isin("insert", "update_postimage"))
             .select(*[F.col(_quoted(c)) for c in data]))
 
