@@ -956,7 +956,8 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
     changed the key (its postimage carries the new key); rows before the last
     ``truncate`` do not count.  A value named in a row's ``_unchanged_toast`` is the
     key's latest earlier value of that column (PostgreSQL did not log it again).
-    Returns the table's own columns.
+    Returns the table's own columns; runs one small job first (where the last
+    truncate is, which columns are ever unchanged TOAST).
 
     Not carried: an unchanged TOAST value across a key change under REPLICA IDENTITY
     DEFAULT / USING INDEX (the old key's row is the only place it was logged; the new
@@ -968,20 +969,28 @@ def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
 
     meta = {n for n, _t in FEED_COLUMNS + TRAILING}
     data = [c for c in feed.columns if c not in meta]
-    # helper columns, named unlike any of the table's (which are ``data``)
-    last, n = "_last_truncate", "_n"
-    while last in data or n in data:
-        last, n = "_" + last, "_" + n
+    n = "_n"  # a helper column, named unlike any of the table's (which are ``data``)
+    while n in data:
+        n = "_" + n
     order = [F.col("_commit_version"), F.col("_change_ordinal")]
-    truncates = feed.where(F.col("_change_type") == "truncate").agg(
-        F.max(F.struct(*order)).alias(last))
-    rows = feed.where(F.col("_change_type") != "truncate").crossJoin(truncates).where(
-        F.col(last).isNull() | (F.struct(*order) > F.col(last))).drop(last)
+    # one small job: the last truncate, and the columns some row names as unchanged
+    # TOAST (only those are carried, each a window function over the key's history)
+    stats = feed.agg(
+        F.max(F.when(F.col("_change_type") == "truncate", F.struct(*order))).alias("t"),
+        F.array_distinct(F.flatten(F.collect_set("_unchanged_toast"))).alias("toast"),
+    ).collect()[0]
+    rows = feed.where(F.col("_change_type") != "truncate")
+    if stats["t"] is not None:
+        version, ordinal = stats["t"]
+        rows = rows.where((F.col("_commit_version") > version)
+                          | ((F.col("_commit_version") == version)
+                             & (F.col("_change_ordinal") > ordinal)))
+    toasted = set(stats["toast"] or ())
     by_key = [F.col(_quoted(k)) for k in keys]
     history = Window.partitionBy(*by_key).orderBy(*order).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     for c in data:
-        if c in keys:
+        if c in keys or c not in toasted:
             continue
         # the latest value logged for the key, null included (a struct is never null)
         logged = F.when(~F.array_contains(F.col("_unchanged_toast"), c),
