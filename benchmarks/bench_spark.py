@@ -29,7 +29,8 @@ on local[2].
 Usage::
 
     .venv/bin/python benchmarks/bench_spark.py                  # --repeat 3, writes docs/spark.md
-    .venv/bin/python benchmarks/bench_spark.py --repeat 1 --no-write --no-cluster
+    .venv/bin/python benchmarks/bench_spark.py --repeat 1 --no-write --no-cluster \
+        --w2-txns 50 --no-pg                                    # a smoke run
 """
 
 from __future__ import annotations
@@ -85,8 +86,14 @@ def main() -> int:
     p.add_argument("--feed", action="store_true", help="add the change feed on local[2]")
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/spark.md")
     p.add_argument("--regenerate", action="store_true", help="redo the cached W2")
+    p.add_argument("--w2-txns", type=int, default=1000,
+                   help="W2's transactions (1000: the issue's; fewer for a smoke run)")
+    p.add_argument("--w2-rows", type=int, default=1000, help="W2's rows per transaction")
     args = p.parse_args()
-    wargs = argparse.Namespace(w2_txns=1000, w2_rows=1000, regenerate=args.regenerate)
+    wargs = argparse.Namespace(w2_txns=args.w2_txns, w2_rows=args.w2_rows,
+                               regenerate=args.regenerate)
+    if (args.w2_txns, args.w2_rows) != (1000, 1000) and not args.no_write:
+        p.error("docs/spark.md holds the issue's W2 only: --no-write with other sizes")
     wd, meta = bd.load_or_generate("w2", wargs)
     load_start = _load()
     print("load average at start:", load_start, flush=True)

@@ -122,28 +122,45 @@ def test_read_matches_postgres(spark: Any, fixture: str, optionset: str,
     _assert_same(_tsv(rows), expected)
 
 
-def test_every_fixture_in_one_job(spark: Any) -> None:
-    """Every fixture of 15-18 (test_decoding's default option set, binary rows): the
-    reads, each cut into three commit ranges (``partitions``; those with streamed or
-    two-phase transactions keep one), unioned into one job, give PostgreSQL's rows --
-    the rows of the one-partition reads above and of the command line
-    (test_api.py ``test_cli_matches_postgres``)."""
-    from functools import reduce
+#: the parallel read's representative subset in CI (PGLOGICAL_SPARK_ALL_FIXTURES=1: every
+#: fixture of 15-18, ~2 min): each major, DDL with physical catalogs, spilling, TOAST,
+#: types, and streamed / two-phase reads that keep one partition
+PARALLEL_FIXTURES = ["pg15/basic", "pg15/ddl2", "pg16/spill", "pg16/toast", "pg17/ddl",
+                     "pg17/twophase", "pg18/types", "pg18/stream"]
 
-    from pyspark.sql import functions as F
 
-    dirs = [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
+def _all_fixtures() -> List[str]:
+    return [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
                               if m.startswith("pg") for w in os.listdir(os.path.join(FIXTURES, m)))
             if os.path.exists(os.path.join(d, "meta.json"))
             and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
                     for ext in (".tsv", ".tsv.gz"))]
+
+
+@pytest.mark.parametrize("partitions", ["1", "3"])
+def test_every_fixture_in_one_job(spark: Any, partitions: str) -> None:
+    """Every fixture of 15-18 (test_decoding's default option set, binary rows), each
+    read in one partition, unioned into one job, gives PostgreSQL's rows -- which are
+    the command line's too (test_api.py ``test_cli_matches_postgres``).  Read in three
+    commit ranges (``partitions``; streamed or two-phase reads keep one), the
+    representative subset ``PARALLEL_FIXTURES`` (every fixture with
+    ``PGLOGICAL_SPARK_ALL_FIXTURES=1``) gives them too: parallel = sequential = CLI."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    dirs = _all_fixtures()
     assert len(dirs) > 60
+    if partitions != "1" and os.environ.get("PGLOGICAL_SPARK_ALL_FIXTURES") != "1":
+        dirs = [os.path.join(FIXTURES, f) for f in PARALLEL_FIXTURES]
     dfs = [_load(spark, {**_fixture_options(d, "xids1_skip0", binary=True),
-                         "partitions": "3"}).withColumn("fixture", F.lit(i))
+                         "partitions": partitions}).withColumn("fixture", F.lit(i))
            for i, d in enumerate(dirs)]
-    assert dfs[0].rdd.getNumPartitions() == 3
+    union = reduce(lambda a, b: a.unionByName(b), dfs)
+    if partitions != "1":  # split: most reads in three ranges
+        assert union.rdd.getNumPartitions() > len(dirs)
     got: Dict[int, List[Any]] = {i: [] for i in range(len(dirs))}
-    for row in reduce(lambda a, b: a.unionByName(b), dfs).collect():
+    for row in union.collect():
         got[row.fixture].append((row.lsn, row.xid, row.data))
     for i, d in enumerate(dirs):
         _assert_same(_tsv(got[i]), _expected(d, "xids1_skip0"))
