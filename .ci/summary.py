@@ -1,8 +1,8 @@
 """The end of ``make test``: one summary per interpreter and the slowest tests.
 
 Reads the logs ``make test-cpython`` and ``make test-pypy`` tee'd (``.test-logs/``) and
-prints, for each, pytest's last line (passed / failed / skipped, wall time) and its
-``--durations`` table, so that a newcomer sees where the suite's minutes go without
+prints, for each, pytest's last line (passed / failed / skipped, wall time), its failed
+tests (pytest's "short test summary info") and its ``--durations`` table, so that a newcomer sees where the suite's minutes go without
 scrolling back through two runs.  A missing log (a run that never started) is said so.
 Runs on the system's python3 (no venv needed); prints only, never fails the build.
 """
@@ -14,9 +14,11 @@ import sys
 from typing import List, Optional, Tuple
 
 _SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed|error|errors|skipped|deselected).*)$")
+_DURATION = re.compile(r"^\d+\.\d+s (call|setup|teardown) ")
+_FAILED = re.compile(r"^(FAILED|ERROR) ")
 
 
-def _parse(text: str) -> Tuple[Optional[str], List[str]]:
+def _parse(text: str) -> Tuple[Optional[str], List[str], List[str]]:
     lines = text.splitlines()
     summary = None
     for line in reversed(lines):
@@ -28,11 +30,12 @@ def _parse(text: str) -> Tuple[Optional[str], List[str]]:
     for i, line in enumerate(lines):
         if "slowest" in line and "durations" in line:
             for row in lines[i + 1:]:
-                if not row.strip() or row.startswith("=") or row.startswith("("):
+                if not _DURATION.match(row):
                     break
                 slowest.append(row)
             break
-    return summary, slowest
+    failed = [line for line in lines if _FAILED.match(line)]
+    return summary, slowest, failed
 
 
 def main(argv: List[str]) -> int:
@@ -44,8 +47,10 @@ def main(argv: List[str]) -> int:
         except OSError:
             print(f"== {name}: no log ({path}): the run did not start")
             continue
-        summary, slowest = _parse(text)
+        summary, slowest, failed = _parse(text)
         print(f"== {name}: {summary or 'no pytest summary (the run was interrupted?)'}")
+        for row in failed:
+            print("   " + row)
         if slowest:
             print(f"   slowest {len(slowest)}:")
             for row in slowest:

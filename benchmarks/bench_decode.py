@@ -48,6 +48,20 @@ Typed events (``--decoders ...,cpython-changes,pypy-changes``)
     rows and ``table ...`` rows, and the MD5 of ``LSN TAB XID TAB KIND`` lines equals the
     one of PostgreSQL's rows with the kind read off their text (``_PG_KINDS_SQL``).
 
+Other plugins (``--plugin wal2json``, ``--plugin pgoutput``)
+    The workloads also create a slot of each other bundled plugin the server has
+    (``PLUGIN_SLOTS``: wal2json's ``bench_wal2json``, Debian's postgresql-15-wal2json;
+    pgoutput's ``bench_pgoutput``, with the publication ``bench_pub`` FOR ALL TABLES
+    created before the slots) right after ``bench``; a cache made before that is
+    regenerated.  With ``--plugin`` PostgreSQL peeks that slot with ``--plugin-option``s
+    (wal2json: ``format-version=2``; pgoutput: ``proto_version=1``,
+    ``publication_names=bench_pub`` by default) and we decode with ``--plugin NAME -o
+    NAME=VALUE``; the reference rows, change rows (wal2json: the I / U / D / T objects;
+    pgoutput: the I / U / D / T messages) and MD5 are the plugin's, timed and checked as
+    test_decoding's are.  pgoutput's output is binary: PostgreSQL is timed with
+    ``pg_logical_slot_peek_binary_changes`` and its reference rows are escaped
+    client-side.
+
 Baseline (``--baseline TREE``)
     Every decoder again with the package of TREE (a git worktree of an earlier commit),
     interleaved in the same rounds: "no slower than before" measured on the same box in
@@ -65,6 +79,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_decode.py                      # W1 + W2, --repeat 3
     .venv/bin/python benchmarks/bench_decode.py --workload w2 --ours-only --repeat 1 --no-write
+    .venv/bin/python benchmarks/bench_decode.py --workload w2 --plugin wal2json --no-write
+    .venv/bin/python benchmarks/bench_decode.py --workload w2 --plugin pgoutput --no-write
     .venv/bin/python benchmarks/bench_decode.py --w2-txns 50 --w1-scale 1 --w1-tx 500 \\
         --no-write                                                  # smoke test, small
 """
@@ -100,6 +116,26 @@ SEG_MB = 16
 SETTINGS: Dict[str, Any] = {
     "max_wal_size": "4GB", "checkpoint_timeout": "1h", "wal_compression": "off",
     "synchronous_commit": "off", "shared_buffers": "256MB", "autovacuum": "off",
+}
+#: the slot of each output plugin the workloads decode with (``--plugin``): test_decoding's
+#: ``bench`` and, when the server has the plugin, one more per plugin, created right after
+PLUGIN_SLOTS: Dict[str, str] = {"test_decoding": SLOT, "wal2json": "bench_wal2json",
+                                "pgoutput": "bench_pgoutput"}
+#: the publication of the pgoutput slot: every table, created before the slots
+PUBLICATION = "bench_pub"
+#: the plugin options PostgreSQL and we decode with when ``--plugin-option`` gives none
+PLUGIN_DEFAULT_OPTIONS: Dict[str, List[str]] = {
+    "wal2json": ["format-version=2"],
+    "pgoutput": ["proto_version=1", "publication_names=" + PUBLICATION],
+}
+#: the plugins with binary output: PostgreSQL peeks them with
+#: pg_logical_slot_peek_binary_changes and the reference escapes their bytes client-side
+BINARY_PLUGINS = ("pgoutput",)
+#: a change row of a plugin (INSERT / UPDATE / DELETE / TRUNCATE): SQL and bytes prefixes
+PLUGIN_CHANGE_PREFIXES: Dict[str, Tuple[str, ...]] = {
+    "test_decoding": ("table ",),
+    "wal2json": ('{"action":"I"', '{"action":"U"', '{"action":"D"', '{"action":"T"'),
+    "pgoutput": ("I", "U", "D", "T"),
 }
 BEGIN_MARK = "<!-- bench_decode: start -->"
 END_MARK = "<!-- bench_decode: end -->"
@@ -223,9 +259,20 @@ def generate(kind: str, params: Dict[str, int], wd: Path) -> Dict[str, Any]:
             elif kind == "w2":
                 conn.execute("CREATE TABLE bulk (id int8 primary key, t text, n numeric, "
                              "ts timestamptz)")
+            # pgoutput's publication (read at the historic point: it must exist first)
+            conn.execute("CREATE PUBLICATION %s FOR ALL TABLES" % PUBLICATION)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')",
                          (SLOT,))
+            slots = {"test_decoding": SLOT}
+            for plugin, slot in PLUGIN_SLOTS.items():
+                if plugin != "test_decoding":
+                    try:
+                        conn.execute("SELECT pg_create_logical_replication_slot(%s, %s)",
+                                     (slot, plugin))
+                        slots[plugin] = slot
+                    except Exception as err:  # the server has no such plugin
+                        print("[%s] no %s slot: %s" % (kind, plugin, err), flush=True)
             if kind == "w1":
                 _pgbench(srv, ["-c", str(params["clients"]), "-j", str(params["jobs"]),
                                "-t", str(params["tx"])])
@@ -254,7 +301,7 @@ def generate(kind: str, params: Dict[str, int], wd: Path) -> Dict[str, Any]:
             conn.close()
             _copy_wal(srv.pg_wal_dir, parse_lsn(restart), parse_lsn(end), wd / "wal")
             meta: Dict[str, Any] = {
-                "kind": kind, "params": params, "restart_lsn": restart,
+                "kind": kind, "params": params, "restart_lsn": restart, "slots": slots,
                 "confirmed_flush_lsn": confirmed, "end_lsn": end,
                 "wal_bytes": parse_lsn(end) - parse_lsn(restart),
                 "server_version": srv.server_version(),
@@ -309,7 +356,11 @@ def load_or_generate(kind: str, args: argparse.Namespace) -> Tuple[Path, Dict[st
     with workload_lock(wd):
         if not args.regenerate and meta_path.exists() and (wd / "pg" / "data").is_dir():
             meta: Dict[str, Any] = json.loads(meta_path.read_text())
-            if meta.get("params") == params:
+            plugin = getattr(args, "plugin", "test_decoding")
+            if plugin not in meta.get("slots", {"test_decoding": SLOT}):
+                print("[%s] the cache has no %s slot: generating again" % (kind, plugin),
+                      flush=True)
+            elif meta.get("params") == params:
                 return wd, meta
         return wd, generate(kind, params, wd)
 
@@ -364,6 +415,95 @@ def pg_reference(srv: Any, end: str) -> Dict[str, Any]:
         conn.rollback()
     return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest(),
             "pg_kinds_md5": kinds.hexdigest()}
+
+
+def _plugin_options(args: argparse.Namespace) -> List[str]:
+    """``--plugin-option`` NAME=VALUE strings, or the plugin's defaults."""
+    given = getattr(args, "plugin_option", None)
+    return list(given) if given else list(PLUGIN_DEFAULT_OPTIONS.get(args.plugin, []))
+
+
+def _plugin_sql_options(options: List[str]) -> Tuple[str, List[str]]:
+    """The peek's variadic options: SQL placeholders and their values."""
+    flat: List[str] = []
+    for o in options:
+        k, _, v = o.partition("=")
+        flat += [k, v]
+    return "".join(", %s" for _ in flat), flat
+
+
+def pg_plugin_reference(srv: Any, end: str, plugin: str, options: List[str]) -> Dict[str, Any]:
+    """``pg_reference`` for another plugin's slot: its rows formatted as ``decode -O``
+    writes them, the change rows counted by ``PLUGIN_CHANGE_PREFIXES``."""
+    slot = PLUGIN_SLOTS[plugin]
+    marks, values = _plugin_sql_options(options)
+    prefixes = PLUGIN_CHANGE_PREFIXES[plugin]
+    if plugin in BINARY_PLUGINS:
+        return _pg_binary_reference(srv, end, slot, marks, values, prefixes)
+    sql = ("SELECT lsn::text || chr(9) || xid::text || chr(9) || "
+           "replace(replace(replace(replace(data, chr(92), chr(92) || chr(92)), "
+           "chr(9), chr(92) || 't'), chr(10), chr(92) || 'n'), chr(13), chr(92) || 'r') "
+           "|| chr(10), left(data, %s) = ANY(%s) "
+           "FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL" + marks + ") "
+           "WITH ORDINALITY AS c(lsn, xid, data, n) ORDER BY n")
+    md5 = hashlib.md5()
+    rows = changes = 0
+    with srv.connect(autocommit=False) as conn:
+        conn.execute("SET work_mem = '1GB'")
+        with conn.cursor(name="ref") as cur:
+            cur.itersize = 20000
+            cur.execute(sql, [len(prefixes[0]), list(prefixes), slot, end] + values)
+            for line, is_change in cur:
+                md5.update(line.encode("utf-8"))
+                rows += 1
+                changes += bool(is_change)
+        conn.rollback()
+    return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest()}
+
+
+def _pg_binary_reference(srv: Any, end: str, slot: str, marks: str, values: List[str],
+                         prefixes: Tuple[str, ...]) -> Dict[str, Any]:
+    """``pg_plugin_reference`` of a binary plugin: SQL has no replace() for bytea, so the
+    rows' bytes are escaped here (the reference is untimed)."""
+    md5 = hashlib.md5()
+    rows = changes = 0
+    bprefixes = tuple(p.encode() for p in prefixes)
+    sql = ("SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_binary_changes("
+           "%s, %s::pg_lsn, NULL" + marks + ") WITH ORDINALITY AS c(lsn, xid, data, n) "
+           "ORDER BY n")
+    with srv.connect(autocommit=False) as conn:
+        conn.execute("SET work_mem = '1GB'")
+        with conn.cursor(name="ref") as cur:
+            cur.itersize = 20000
+            cur.execute(sql, [slot, end] + values)
+            for lsn, xid, data in cur:
+                data = bytes(data)
+                md5.update(b"%s\t%s\t%s\n" % (lsn.encode(), xid.encode(), _escape(data)))
+                rows += 1
+                changes += data.startswith(bprefixes)
+        conn.rollback()
+    return {"pg_rows": rows, "pg_changes": changes, "pg_md5": md5.hexdigest()}
+
+
+def _escape(data: bytes) -> bytes:
+    """decode -O's escaping of the DATA column: backslash, TAB, LF, CR."""
+    return (data.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n")
+            .replace(b"\r", b"\\r"))
+
+
+def time_pg_plugin(conn: Any, pid: int, end: str, plugin: str,
+                   options: List[str]) -> Dict[str, float]:
+    """``time_pg`` for another plugin's slot and options."""
+    marks, values = _plugin_sql_options(options)
+    u0, s0 = _proc_cpu(pid)
+    t0 = time.perf_counter()
+    func = ("pg_logical_slot_peek_binary_changes" if plugin in BINARY_PLUGINS
+            else "pg_logical_slot_peek_changes")
+    conn.execute("SELECT count(*) FROM " + func + "(%s, %s::pg_lsn, NULL" + marks + ")",
+                 [PLUGIN_SLOTS[plugin], end] + values).fetchone()
+    wall = time.perf_counter() - t0
+    u1, s1 = _proc_cpu(pid)
+    return {"wall": wall, "user": u1 - u0, "sys": s1 - s0}
 
 
 def _proc_cpu(pid: int) -> Tuple[float, float]:
@@ -440,15 +580,16 @@ def _tree_name(tree: Path) -> str:
     return r.stdout.strip() or str(tree)
 
 
-def check_output(path: Path) -> Dict[str, Any]:
+def check_output(path: Path, plugin: str = "test_decoding") -> Dict[str, Any]:
     md5 = hashlib.md5()
     rows = changes = 0
+    prefixes = tuple(p.encode() for p in PLUGIN_CHANGE_PREFIXES[plugin])
     with open(path, "rb") as f:
         for line in f:
             md5.update(line)
             rows += 1
             parts = line.split(b"\t", 2)
-            if len(parts) == 3 and parts[2].startswith(b"table "):
+            if len(parts) == 3 and parts[2].startswith(prefixes):
                 changes += 1
     return {"rows": rows, "changes": changes, "md5": md5.hexdigest()}
 
@@ -463,7 +604,8 @@ def precompile(python: str, tree: Path = ROOT) -> None:
 
 
 def time_ours(python: str, wd: Path, meta: Dict[str, Any],
-              extra: Optional[List[str]] = None, tree: Path = ROOT) -> Dict[str, Any]:
+              extra: Optional[List[str]] = None, tree: Path = ROOT,
+              plugin: str = "test_decoding") -> Dict[str, Any]:
     """One whole-process decode of the workload by ``python`` with the package of
     ``tree`` (this checkout, or ``--baseline``'s)."""
     out = wd / ("out-%d.tsv" % os.getpid())
@@ -497,7 +639,7 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
         res.update(rows=got["rows"], changes=got["changes"], md5=meta.get("pg_md5"),
                    kinds_md5=got["kinds_md5"])
     elif out.exists():
-        res.update(check_output(out))
+        res.update(check_output(out, plugin))
     if out.exists():
         out.unlink()
     return res
@@ -509,6 +651,8 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
 
 def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
     wd, meta = load_or_generate(kind, args)
+    if args.plugin != "test_decoding":
+        return run_plugin_workload(kind, args, wd, meta)
     interps = interpreters(args.decoders, args.baseline)
     runs: Dict[str, List[Dict[str, Any]]] = {"PostgreSQL": []}
     labels: Dict[str, str] = {"PostgreSQL": "PostgreSQL %s in-server" % meta["server_version"]}
@@ -570,6 +714,62 @@ def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
             "pg_timed_now": pg_timed_now}
 
 
+def run_plugin_workload(kind: str, args: argparse.Namespace, wd: Path,
+                        meta: Dict[str, Any]) -> Dict[str, Any]:
+    """``run_workload`` with ``--plugin``: PostgreSQL peeks the plugin's slot with the
+    options, we decode with ``--plugin ... -o ...``; the reference is the plugin's rows
+    (kept in meta.json under ``plugin_refs``)."""
+    plugin, options = args.plugin, _plugin_options(args)
+    key = plugin + ":" + ",".join(options)
+    interps = [i for i in interpreters(args.decoders, args.baseline) if CHANGES not in i[2]]
+    opt_args = ["--plugin", plugin] + [a for o in options for a in ("-o", o)]
+    shown = " (%s)" % ", ".join(options) if options else ""
+    runs: Dict[str, List[Dict[str, Any]]] = {"PostgreSQL": []}
+    labels: Dict[str, str] = {"PostgreSQL": "PostgreSQL %s in-server %s%s" % (
+        meta["server_version"], plugin, shown)}
+    for name, py, extra, tree in interps:
+        runs[name] = []
+        version = _version(py) if py else name.split(",")[0]
+        how = ", one process (`--crc-worker off --format-worker off`)" if extra else ""
+        if tree != ROOT:
+            how += " [baseline: %s]" % _tree_name(tree)
+        labels[name] = "pglogical_py %s `--plugin %s`%s" % (version, plugin, how)
+    for _name, py, _extra, tree in interps:
+        if py is not None:
+            precompile(py, tree)
+    refs = meta.setdefault("plugin_refs", {})
+    with workload_lock(wd), CachedServer(wd) as srv:
+        ref = pg_plugin_reference(srv, meta["end_lsn"], plugin, options)  # untimed warm-up
+        old = refs.get(key)
+        if old is not None and any(old[k] != ref[k] for k in ("pg_rows", "pg_md5")):
+            raise RuntimeError("%s: PostgreSQL's %s rows changed since the cache: "
+                               "--regenerate" % (kind, key))
+        conn = srv.connect()
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        for i in range(args.repeat):
+            res = time_pg_plugin(conn, pid, meta["end_lsn"], plugin, options)
+            runs["PostgreSQL"].append(res)
+            print("[%s] run %d PostgreSQL %s: %.2f s wall, %.2f s user" % (
+                kind, i + 1, plugin, res["wall"], res["user"]), flush=True)
+            for name, py, extra, tree in interps:
+                if py is None:
+                    continue
+                r = time_ours(py, wd, meta, list(extra) + opt_args, tree, plugin)
+                runs[name].append(r)
+                print("[%s] run %d %s: %.2f s wall, %.2f s user%s" % (
+                    kind, i + 1, name, r["wall"], r["user"],
+                    "  " + r["error"] if "error" in r else ""), flush=True)
+        conn.close()
+    ref["pg_runs"] = runs["PostgreSQL"]
+    ref["pg_timed"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    refs[key] = ref
+    write_meta(wd, meta)
+    merged = dict(meta)
+    merged.update(ref)
+    return {"kind": kind, "meta": merged, "runs": runs, "labels": labels,
+            "pg_timed_now": True, "plugin": key}
+
+
 # ---------------------------------------------------------------------------------------------
 # report
 # ---------------------------------------------------------------------------------------------
@@ -589,7 +789,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
         "Written by `benchmarks/bench_decode.py` (%s, %s, %d cores; load average 1/5/15 min "
         "%s at start, %s at end). Medians of %d runs, interleaved. PostgreSQL: `SELECT count(*) "
         "FROM pg_logical_slot_peek_changes(...)` over the slot's range (test_decoding, default "
-        "options), query wall clock and the backend's CPU (/proc). pglogical_py: `python -m "
+        "options; another `--plugin`: its own slot and options, "
+        "`pg_logical_slot_peek_binary_changes` for pgoutput), query wall clock and the "
+        "backend's CPU (/proc). pglogical_py: `python -m "
         "pglogical_py decode WAL --catalog ... --restart-lsn ... --start-lsn ... --end-lsn ... "
         "-O FILE --no-progress`, CRC checked, whole process (start-up, imports, catalog load "
         "included; byte-compiled first, as an installed package is; under PyPy the command "
@@ -610,6 +812,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
     for res in results:
         meta, runs, labels = res["meta"], res["runs"], res["labels"]
         title = {"w1": "W1 pgbench", "w2": "W2 bulk", "w3": "W3 DDL"}[res["kind"]]
+        if res.get("plugin"):
+            title += ", %s" % res["plugin"]
         lines.append("**%s** (%s): %d changes, %d rows, %.1f MB of WAL (%s .. %s), generated "
                      "%s%s" % (
                          title, ", ".join("%s=%d" % kv for kv in sorted(meta["params"].items())),
@@ -693,6 +897,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--baseline", type=Path, metavar="TREE",
                    help="also time the package of TREE (e.g. a git worktree of an earlier "
                    "commit), in the same interleaved rounds: its rows say [baseline]")
+    p.add_argument("--plugin", default="test_decoding", choices=sorted(PLUGIN_SLOTS),
+                   help="the output plugin PostgreSQL and we decode with (its own slot)")
+    p.add_argument("--plugin-option", action="append", metavar="NAME=VALUE",
+                   help="an option of --plugin (wal2json default: format-version=2; pgoutput: "
+                   "proto_version=1, publication_names=bench_pub)")
     p.add_argument("--ours-only", action="store_true",
                    help="do not restart the server to time PostgreSQL: show its cached runs")
     p.add_argument("--regenerate", action="store_true", help="redo the cached workloads")

@@ -33,6 +33,9 @@ NOTES
          ├── OutputError              the decode's output cannot be written (disk full)
          └── UsageError               bad arguments from the user (CLI/API)
 
+    Warnings (PostgreSQL's WARNINGs: decoding goes on) are ``PglogicalWarning``s, a
+    ``UserWarning``: the command line prints them as ``pglogical-py: warning: ...``.
+
 INVARIANTS
     ``str(err)`` always names the file and the LSN when they are known, in
     PostgreSQL's ``X/X`` form.
@@ -166,8 +169,14 @@ class UsageError(PglogicalError):
     """Bad arguments given by the user."""
 
 
+class PglogicalWarning(UserWarning):
+    """A condition PostgreSQL reports as a WARNING and decodes on (18's pgoutput
+    ``skipped loading publication``)."""
+
+
 __all__ = [
     "PglogicalError",
+    "PglogicalWarning",
     "WalError",
     "WalParseError",
     "WalCorruptionError",

@@ -327,14 +327,25 @@ def database_oid(catalog: Any, database: Union[int, str, None],
     return int(database)
 
 
+#: the bundled output plugins by name: module and class under ``pglogical_py.plugins``
+PLUGINS: Dict[str, Tuple[str, str]] = {
+    "test_decoding": ("test_decoding", "TestDecoding"),
+    "wal2json": ("wal2json", "Wal2Json"),
+    "pgoutput": ("pgoutput", "PGOutput"),
+}
+
+
 def make_plugin(plugin: Any, settings: OutputSettings) -> Any:
-    """The output plugin: test_decoding, ``module:Class`` (instantiated), or an object."""
+    """The output plugin: a bundled one by name (``PLUGINS``), ``module:Class``
+    (instantiated), or an object."""
     if not isinstance(plugin, str):
         return plugin
-    if plugin == "test_decoding":
-        from .plugins.test_decoding import TestDecoding
+    if plugin in PLUGINS:
+        import importlib
 
-        return TestDecoding(settings=settings)
+        module, cls = PLUGINS[plugin]
+        return getattr(importlib.import_module(".plugins." + module, __package__),
+                       cls)(settings=settings)
     if ":" in plugin:
         import importlib
 
@@ -343,7 +354,8 @@ def make_plugin(plugin: Any, settings: OutputSettings) -> Any:
             return getattr(importlib.import_module(mod), cls)()
         except (ImportError, AttributeError) as err:
             raise UsageError(f"cannot load output plugin {plugin!r}: {err}") from None
-    raise UsageError(f"unknown output plugin {plugin!r} (test_decoding, or module:Class)")
+    raise UsageError(f"unknown output plugin {plugin!r} ({', '.join(sorted(PLUGINS))}, or "
+                     "module:Class)")
 
 
 def load_snapshots(directory: Optional[str]) -> Dict[int, bytes]:

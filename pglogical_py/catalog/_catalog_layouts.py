@@ -38,14 +38,14 @@ TOAST_COLUMNS: Tuple[Column, ...] = (
 
 #: server versions the constants were generated from
 GENERATED_FROM: Dict[int, str] = {
-    15: '15.20 (Debian 15.20-0+deb12u1)',
+    15: '15.18 (Debian 15.18-0+deb12u1)',
     16: '16.14',
     17: '17.10',
     18: '18.4',
 }
 
 STOP_BEFORE: Dict[str, str] = {'pg_authid': 'rolpassword'}
-OPTIONAL_CATALOGS: Tuple[str, ...] = ('pg_authid',)
+OPTIONAL_CATALOGS: Tuple[str, ...] = ('pg_authid', 'pg_replication_origin')
 
 CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
     15: {
@@ -350,6 +350,10 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('rolreplication', 16, 1, True, 'c'),
             ('rolbypassrls', 16, 1, True, 'c'),
             ('rolconnlimit', 23, 4, True, 'i'),
+        )),
+        'pg_replication_origin': (6000, True, True, (
+            ('roident', 26, 4, True, 'i'),
+            ('roname', 25, -1, False, 'i'),
         )),
     },
     16: {
@@ -657,6 +661,10 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('rolbypassrls', 16, 1, True, 'c'),
             ('rolconnlimit', 23, 4, True, 'i'),
         )),
+        'pg_replication_origin': (6000, True, True, (
+            ('roident', 26, 4, True, 'i'),
+            ('roname', 25, -1, False, 'i'),
+        )),
     },
     17: {
         'pg_class': (1259, False, True, (
@@ -963,6 +971,10 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('rolreplication', 16, 1, True, 'c'),
             ('rolbypassrls', 16, 1, True, 'c'),
             ('rolconnlimit', 23, 4, True, 'i'),
+        )),
+        'pg_replication_origin': (6000, True, True, (
+            ('roident', 26, 4, True, 'i'),
+            ('roname', 25, -1, False, 'i'),
         )),
     },
     18: {
@@ -1273,6 +1285,10 @@ CATALOG_LAYOUTS: Dict[int, Dict[str, Layout]] = {
             ('rolreplication', 16, 1, True, 'c'),
             ('rolbypassrls', 16, 1, True, 'c'),
             ('rolconnlimit', 23, 4, True, 'i'),
+        )),
+        'pg_replication_origin': (6000, True, True, (
+            ('roident', 26, 4, True, 'i'),
+            ('roname', 25, -1, False, 'i'),
         )),
     },
 }

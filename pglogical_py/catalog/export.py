@@ -18,7 +18,7 @@ NOTES
          "pg_namespace": [...], "pg_class": [...], "pg_attribute": [...], "pg_type": [...],
          "pg_enum": [...], "pg_range": [...], "pg_index": [...], "pg_constraint": [...],
          "pg_collation": [...], "pg_database": [...], "pg_tablespace": [...], "pg_am": [...],
-         "pg_inherits": [...]}
+         "pg_inherits": [...], "pg_authid": [...], "pg_attrdef": [...]}
 
     ``pg_attribute`` rows also carry ``attmissingval_text`` = ``attmissingval::text``
     (row_to_json's JSON form of the anyarray is lossy: ``1.50`` becomes ``1.5``).  The
@@ -26,6 +26,13 @@ NOTES
     (``EXPORT_SETTINGS``: TimeZone UTC, DateStyle ISO, IntervalStyle postgres,
     extra_float_digits 1, bytea_output hex), so such text is what test_decoding prints.
     ``pg_inherits`` (partition parents) is optional for readers: older exports lack it.
+    ``pg_attrdef`` (column defaults, for wal2json's include-default) rows carry
+    ``adexpr`` = ``pg_get_expr(adbin, adrelid)`` under the export settings beside the
+    tree ``adbin`` (``catalog/deparse.py``); older exports lack the array.
+    The publication catalogs (``pg_publication``, ``pg_publication_rel``,
+    ``pg_publication_namespace``) and ``pg_replication_origin`` (origin names; read only
+    when the exporting role may, i.e. a superuser) are pgoutput's
+    (``catalog/publication.py``); readers without pgoutput ignore them.
 
     Roles.  ``pg_authid`` rows (role names for aclitem / regrole output) carry only the
     columns before ``rolpassword`` (``_catalog_layouts.STOP_BEFORE``): oid, rolname and
@@ -101,7 +108,8 @@ CATALOGS = (
 
 #: optional catalogs exported after ``CATALOGS`` (readers accept exports without them;
 #: they may be empty, e.g. pg_inherits in a cluster without partitions)
-EXTRA_CATALOGS = ("pg_inherits", "pg_authid")
+EXTRA_CATALOGS = ("pg_inherits", "pg_authid", "pg_attrdef", "pg_publication",
+                  "pg_publication_rel", "pg_publication_namespace", "pg_replication_origin")
 
 #: session settings of the export: the ones the decoder prints with by default, so that
 #: text forms (``attmissingval::text``) are what test_decoding prints.
@@ -114,7 +122,8 @@ EXPORT_SETTINGS = (
 )
 
 # Catalogs without an oid column (pg_attribute, pg_index, pg_range are keyed otherwise).
-_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits", "pg_partitioned_table"}
+_NO_OID = {"pg_attribute", "pg_index", "pg_range", "pg_inherits", "pg_partitioned_table",
+           "pg_replication_origin"}
 
 #: the system columns a ``system_columns`` export adds to each row
 SYSTEM_COLUMNS = ("ctid", "xmin", "xmax", "infomask")
@@ -182,6 +191,10 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
             out["snapshot"] = snapshot
             out["system_columns"] = list(SYSTEM_COLUMNS)
         for cat in catalogs:
+            if cat == "pg_replication_origin" and not conn.execute(
+                    "SELECT has_table_privilege('pg_catalog.pg_replication_origin', "
+                    "'SELECT')").fetchone()[0]:
+                continue  # superusers only: origin names stay unknown (pgoutput says so)
             a = {"pg_class": "c", "pg_attribute": "a"}.get(cat, "x")
             sysc = (", " + _SYS_SQL.format(a=a)) if system_columns else ""
             if cat == "pg_class":
@@ -204,6 +217,13 @@ def export_catalog(conn: Any, *, system_columns: bool = False) -> Dict[str, Any]
                 src = "pg_authid" if system_columns else "pg_roles"
                 sql = (f"SELECT row_to_json(t)::text FROM (SELECT {cols}{sysc} "
                        f"FROM pg_catalog.{src} x ORDER BY x.oid) t")
+            elif cat == "pg_attrdef":
+                # column defaults (wal2json's include-default): the tree and its text
+                sql = (
+                    "SELECT row_to_json(t)::text FROM (SELECT x.*, "
+                    f"pg_catalog.pg_get_expr(x.adbin, x.adrelid) AS adexpr{sysc} "
+                    "FROM pg_catalog.pg_attrdef x ORDER BY x.oid) t"
+                )
             elif cat == "pg_proc":
                 # only what regproc output needs (prosrc & co. would dwarf the file)
                 sql = (

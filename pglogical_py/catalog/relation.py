@@ -94,6 +94,8 @@ class Attribute:
         "attmissingval",
         "missing_text",
         "attcollation",
+        "atthasdef",
+        "attgenerated",
     )
 
     def __init__(
@@ -112,6 +114,8 @@ class Attribute:
         attmissingval: Optional[str] = None,
         missing_text: Optional[str] = None,
         attcollation: int = 0,
+        atthasdef: bool = False,
+        attgenerated: str = "",
     ) -> None:
         self.attnum = attnum
         self.attname = attname
@@ -132,6 +136,11 @@ class Attribute:
         #: value; None when there is none (or it is NULL)
         self.missing_text = missing_text
         self.attcollation = attcollation
+        #: pg_attribute.atthasdef: the column has a pg_attrdef row (a default, or a
+        #: generated column's expression)
+        self.atthasdef = atthasdef
+        #: pg_attribute.attgenerated: "" (not generated), "s" stored, "v" virtual (18)
+        self.attgenerated = attgenerated
 
     @property
     def alignment(self) -> int:

@@ -759,6 +759,8 @@ class CatalogSnapshot:
 
         self.tables = tables
         self._relcache: Dict[int, Relation] = {}
+        #: pg_attrdef by (adrelid, adnum), built at the first ``attrdef`` look-up
+        self._attrdefs: Optional[Dict[Tuple[int, int], Mapping[str, Any]]] = None
         path = data.get("search_path")
         user = data.get("user") or "postgres"
         if isinstance(path, list):
@@ -963,6 +965,23 @@ class CatalogSnapshot:
                               "before pglogical_py read roles; export it again")
         return self._roles.get(oid)
 
+    def attrdef(self, relid: int, attnum: int) -> Optional[Mapping[str, Any]]:
+        """The pg_attrdef row of column ``attnum`` of ``relid`` (AttrDefaultIndexId
+        look-up), None when there is none.  CatalogError when the catalog has no
+        pg_attrdef at all (a JSON export older than it: export it again)."""
+        index = self._attrdefs
+        if index is None:
+            rows = self.extra.get("pg_attrdef")
+            if not isinstance(rows, list):
+                raise self._error("the catalog has no pg_attrdef (column defaults): it "
+                                  "was exported before pglogical_py read defaults; export "
+                                  "it again")
+            index = {}
+            for r in rows:
+                index[(_int(r.get("adrelid")), _int(r.get("adnum")))] = r
+            self._attrdefs = index
+        return index.get((relid, attnum))
+
     def relation_oids(self) -> List[int]:
         """Every pg_class oid in the snapshot."""
         return list(self._class)
@@ -1069,6 +1088,8 @@ class CatalogSnapshot:
             attmissingval=None if missingval is None else str(missingval),
             missing_text=missing_text,
             attcollation=_int(r.get("attcollation")),
+            atthasdef=_bool(r.get("atthasdef")),
+            attgenerated=str(r.get("attgenerated") or "").strip("\x00"),
         )
 
     # -- types (lsyscache.c, format_type.c) -----------------------------------------------

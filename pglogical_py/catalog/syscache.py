@@ -84,6 +84,34 @@ SYSCACHE_IDS: Dict[int, Dict[str, int]] = {
     17: {"ENUMOID": 23, "NAMESPACEOID": 36, "TYPEOID": 80},
     18: {"ENUMOID": 23, "NAMESPACEOID": 38, "TYPEOID": 82},
 }
+#: the caches output plugins register invalidation callbacks on (pgoutput: pg_publication*
+#: and pg_namespace), same sources; ``syscache_id`` / ``syscache_ids_of_catalog``
+CALLBACK_SYSCACHE_IDS: Dict[int, Dict[str, int]] = {
+    m: {"NAMESPACENAME": 35 + d, "NAMESPACEOID": 36 + d, "PUBLICATIONNAME": 46 + d,
+        "PUBLICATIONNAMESPACE": 47 + d, "PUBLICATIONNAMESPACEMAP": 48 + d,
+        "PUBLICATIONOID": 49 + d, "PUBLICATIONREL": 50 + d, "PUBLICATIONRELMAP": 51 + d}
+    for m, d in ((15, 0), (16, 0), (17, 0), (18, 2))
+}
+#: catalog oid -> the caches on it (a catalog flush message reaches them all)
+_CACHES_OF_CATALOG: Dict[int, Tuple[str, ...]] = {
+    2615: ("NAMESPACENAME", "NAMESPACEOID"),
+    6104: ("PUBLICATIONNAME", "PUBLICATIONOID"),
+    6106: ("PUBLICATIONREL", "PUBLICATIONRELMAP"),
+    6237: ("PUBLICATIONNAMESPACE", "PUBLICATIONNAMESPACEMAP"),
+}
+
+
+def syscache_id(major: int, name: str) -> int:
+    """The cache id of ``name`` (``PUBLICATIONOID``...) on ``major``."""
+    ids = CALLBACK_SYSCACHE_IDS.get(major) or CALLBACK_SYSCACHE_IDS[max(CALLBACK_SYSCACHE_IDS)]
+    return ids[name]
+
+
+def syscache_ids_of_catalog(major: int, catoid: int) -> Set[int]:
+    """The ids of the callback caches on catalog ``catoid`` (for a catalog flush)."""
+    return {syscache_id(major, n) for n in _CACHES_OF_CATALOG.get(catoid, ())}
+
+
 #: the catalog each modelled cache holds (pg_type, pg_namespace, pg_enum oids)
 _CACHE_CATALOG = {"TYPEOID": "pg_type", "NAMESPACEOID": "pg_namespace", "ENUMOID": "pg_enum"}
 CATALOG_OIDS = {"pg_type": 1247, "pg_namespace": 2615, "pg_enum": 3501}
@@ -370,5 +398,5 @@ def compose_catalog(cat: CatalogSnapshot,
     return composed
 
 
-__all__ = ["SYSCACHE_IDS", "EnumLabels", "SessionCatalog", "SysCache", "compose_catalog",
-           "murmurhash32"]
+__all__ = ["CALLBACK_SYSCACHE_IDS", "SYSCACHE_IDS", "EnumLabels", "SessionCatalog", "SysCache",
+           "compose_catalog", "murmurhash32", "syscache_id", "syscache_ids_of_catalog"]

@@ -29,6 +29,11 @@ NOTES
     (exit status 128 + the signal, 130 for Ctrl-C), so its ``finally`` blocks remove
     the spill run (adapters/parquet_spill.py); SIGKILL cannot be caught: the next run
     reclaims what it leaves.
+
+    Warnings.  A ``PglogicalWarning`` (PostgreSQL 18's pgoutput ``skipped loading
+    publication "x"``) is one line on stderr, ``pglogical-py: warning: ...``, as
+    PostgreSQL prints its WARNINGs -- not Python's ``file:line: Class: text`` form --
+    each distinct message once, whatever the caller's warning filters say.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import argparse
 import importlib
 import signal
 import sys
+import warnings
 from typing import Any, List, Optional, Sequence
 
 from .._runtime import reexec_tuned, release_jit
@@ -44,6 +50,7 @@ from ..errors import (
     CatalogError,
     OutputError,
     PglogicalError,
+    PglogicalWarning,
     SpillError,
     UsageError,
     WalError,
@@ -142,7 +149,19 @@ def _on_terminate(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
+def _show_warning(message: Any, category: Any, filename: str, lineno: int,
+                  file: Any = None, line: Optional[str] = None) -> None:
+    print("pglogical-py: warning: %s" % message, file=sys.stderr if file is None else file)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        warnings.filterwarnings("default", category=PglogicalWarning)
+        return _main(argv)
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)

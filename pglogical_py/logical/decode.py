@@ -66,6 +66,7 @@ from ..wal.records import XLR_INFO_MASK, XLogRecord
 from ..wal.rmgr.layouts import (
     SHAREDINVALCATALOG_ID,
     SHAREDINVALRELCACHE_ID,
+    SHAREDINVALRELSYNC_ID,
     SIZEOF_SHARED_INVALIDATION_MESSAGE,
     XACT_XINFO_HAS_AE_LOCKS,
     XACT_XINFO_HAS_DBINFO,
@@ -177,9 +178,10 @@ def parse_invalidations(data: bytes, pos: int) -> Invalidations:
             msg_id = struct.unpack_from("<b", data, off)[0]
             if msg_id == SHAREDINVALRELCACHE_ID:
                 relids.append(_u32(data, off + 8)[0])
-            elif msg_id >= SHAREDINVALCATALOG_ID:
+            elif msg_id >= SHAREDINVALCATALOG_ID or msg_id == SHAREDINVALRELSYNC_ID:
                 # catcache {id, dbId, hashValue} / catalog {-1, dbId, catId} (issue 6:
-                # the syscache model, catalog/syscache.py)
+                # the syscache model, catalog/syscache.py); 18's relsync {-6, dbId,
+                # relId} (pgoutput's RelationSyncCache)
                 catcache.append((msg_id, _u32(data, off + 4)[0], _u32(data, off + 8)[0]))
     except struct.error as err:
         raise DecodingError(f"malformed invalidation messages: {err}") from None

@@ -73,7 +73,7 @@ from typing import (
     Tuple,
 )
 
-from ..catalog.syscache import SessionCatalog, SysCache
+from ..catalog.syscache import SessionCatalog, SysCache, syscache_ids_of_catalog
 from ..errors import UnknownRelationError, UsageError
 from ..wal.xlogreader import XLogReader
 from ._memory import DecodingStats
@@ -323,8 +323,20 @@ class LogicalDecodingContext:
         self.twophase = two_phase and all(hasattr(plugin, n) for n in _TWO_PHASE_CALLBACKS)
         #: ctx->streaming: a plugin's startup sets it when asked to stream
         self.streaming = False
+        #: ctx->twophase_opt_given: a plugin's startup sets it when asked for two-phase
+        #: decoding (pgoutput's two_phase option) on a slot created without it
+        self.twophase_opt_given = False
+        #: the invalidation callbacks plugins register (CacheRegisterRelcacheCallback,
+        #: CacheRegisterSyscacheCallback, 18's CacheRegisterRelSyncCallback)
+        self._relcache_callbacks: List[Callable[[int], None]] = []
+        self._syscache_callbacks: List[Tuple[int, Callable[[int, int], None]]] = []
+        self._relsync_callbacks: List[Callable[[int], None]] = []
         self.options = OutputPluginOptions()
         plugin.startup(self, self.options, False)
+        if self.twophase_opt_given and not self.twophase:
+            # ctx->twophase &= (slot->data.two_phase || ctx->twophase_opt_given): the
+            # slot is marked two_phase from start_lsn (two_phase_at, already start_lsn)
+            self.twophase = all(hasattr(plugin, n) for n in _TWO_PHASE_CALLBACKS)
         self.reorder.output_rewrites = self.options.receive_rewrites
         # ctx->streaming: asked for, and the plugin has the stream callbacks
         self.streaming = bool(self.streaming) and hasattr(plugin, "stream_start")
@@ -414,11 +426,60 @@ class LogicalDecodingContext:
         tc.serial = ("tuplecids", txn.xid, frozenset(tc.entries.items()))
         return tc
 
+    # -- invalidation callbacks of plugins (inval.c) -------------------------------------
+
+    def register_relcache_callback(self, fn: Callable[[int], None]) -> None:
+        """CacheRegisterRelcacheCallback: ``fn(relid)`` for each relcache invalidation
+        executed (relid 0: every relation), after the session's own caches."""
+        self._relcache_callbacks.append(fn)
+
+    def register_syscache_callback(self, cacheid: int, fn: Callable[[int, int], None]) -> None:
+        """CacheRegisterSyscacheCallback: ``fn(cacheid, hashvalue)`` for each catcache
+        invalidation of ``cacheid`` (syscache.h's number for the major) in the slot's
+        database or a shared catalog, and with hash 0 for a catalog flush of its
+        catalog and for InvalidateSystemCaches."""
+        self._syscache_callbacks.append((cacheid, fn))
+
+    def register_relsync_callback(self, fn: Callable[[int], None]) -> None:
+        """CacheRegisterRelSyncCallback (18): ``fn(relid)`` for each RELSYNC message of
+        the slot's database (relid 0: all), and with 0 for InvalidateSystemCaches."""
+        self._relsync_callbacks.append(fn)
+
+    def _call_catcache_callbacks(self, msgs: Sequence[Tuple[int, int, int]]) -> None:
+        """CallSyscacheCallbacks / CallRelSyncCallbacks for executed messages:
+        catcache ``(cacheId, dbId, hash)``, catalog flushes ``(-1, dbId, catId)`` and
+        18's relsync ``(-6, dbId, relid)``."""
+        for cid, db, value in msgs:
+            if cid == -6:  # SHAREDINVALRELSYNC_ID: own database only
+                if db == self.database:
+                    for rfn in self._relsync_callbacks:
+                        rfn(value)
+                continue
+            if db != 0 and db != self.database:
+                continue
+            if cid == -1:  # a catalog flush: every cache on that catalog, hash 0
+                caches = syscache_ids_of_catalog(self.major or 15, value)
+                for ccid, fn in self._syscache_callbacks:
+                    if ccid in caches:
+                        fn(ccid, 0)
+                continue
+            for ccid, fn in self._syscache_callbacks:
+                if ccid == cid:
+                    fn(cid, value)
+
     def invalidate_relcache(self, relids: Sequence[int]) -> None:
         """Relcache invalidation messages executed (RelationCacheInvalidateEntry,
         RelfilenumberMapInvalidateCallback): the relation's relcache / RELOID entries
         and its relfilenumber-map entries (and every negative one) go cold, so the
-        next look-up scans the catalog again (see ``catalog_access``)."""
+        next look-up scans the catalog again (see ``catalog_access``); then the
+        plugins' relcache callbacks."""
+        self._invalidate_relcache(relids)
+        if self._relcache_callbacks:
+            for relid in relids:
+                for fn in self._relcache_callbacks:
+                    fn(relid)
+
+    def _invalidate_relcache(self, relids: Sequence[int]) -> None:
         cache = self._catalog_cache
         rfn = self._rfn_relid
         for relid in set(relids):
@@ -437,7 +498,10 @@ class LogicalDecodingContext:
     def invalidate_catcache(self, msgs: Sequence[Tuple[int, int, int]]) -> None:
         """Catcache / catalog invalidation messages executed (CatalogCacheIdInvalidate,
         CatalogCacheFlushCatalog): matching syscache entries go, the look-ups that had
-        loaded them go cold, and the catalog the session sees is recomposed."""
+        loaded them go cold, and the catalog the session sees is recomposed; then the
+        plugins' syscache / relsync callbacks."""
+        if self._syscache_callbacks or self._relsync_callbacks:
+            self._call_catcache_callbacks(msgs)
         if self.syscache is None:
             return
         gen = self.syscache.generation
@@ -451,13 +515,20 @@ class LogicalDecodingContext:
 
     def invalidate_all(self) -> None:
         """InvalidateSystemCaches (a transaction's distributed invalidations
-        overflowed): every relcache, relfilenumber-map and syscache entry goes cold."""
+        overflowed): every relcache, relfilenumber-map and syscache entry goes cold,
+        and every callback of the plugins is called (InvalidateSystemCachesExtended)."""
         self._catalog_cache.clear()
         self._rfn_relid.clear()
         if self.syscache is not None:
             self.syscache.reset()
         self._catalog_now = None
         self.cache_epoch += 1
+        for cid, fn in self._syscache_callbacks:
+            fn(cid, 0)
+        for rfn in self._relcache_callbacks:
+            rfn(0)
+        for sfn in self._relsync_callbacks:
+            sfn(0)
 
     def relmap_update(self, lsn: int, info: int, main_data: bytes) -> None:
         """An XLOG_RELMAP_UPDATE decoded: the physical catalog follows the relation map

@@ -38,7 +38,11 @@ NOTES
     large the transaction: holding work_mem worth of objects took more than twice
     work_mem.  Replay merges the change streams of the transaction and of each
     subtransaction -- each already in LSN order -- with a binary heap keyed by LSN
-    (``heapq.merge``; ReorderBufferIterTXNInit / Next).  Each stream is an iterator of
+    (``_binaryheap_merge``; ReorderBufferIterTXNInit / Next).  Equal LSNs happen (a
+    transactional message's LSN is its record's end, the start of the next record, which
+    may be a change of another subtransaction): the heap is lib/binaryheap.c's, built and
+    sifted as PostgreSQL does (top-level first, then the subtransactions in list order),
+    so that ties come out in PostgreSQL's order.  Each stream is an iterator of
     changes: spilled chunks (``_spill.py``) come back one at a time, ahead of the
     ones still in memory, read by the same ``iter_chunk`` -- the merge does not know
     which is which.
@@ -123,9 +127,8 @@ INVARIANTS
 
 from __future__ import annotations
 
-import heapq
 import itertools
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from .._jit import not_inlined
 from ..errors import DecodingError, UnknownRelationError
@@ -1370,6 +1373,10 @@ class ReorderBuffer:
             set_check(0)
         if state[1]:
             self.cb_stream_stop(txn, state[0])
+        # "make sure there's no cache pollution": the invalidations the transaction has
+        # queued so far are executed after every run, streamed ones too (an output
+        # plugin's caches -- pgoutput's RelationSyncCache -- see them between blocks)
+        self._execute_txn_invalidations(txn)
         self._count_total(txn)
         # ReorderBufferTruncateTXN(txn_prepared=false); a subtransaction is marked
         # streamed when it holds changes in memory (nentries_mem != 0).  For a spilled
@@ -1446,7 +1453,7 @@ class ReorderBuffer:
             return iter(())
         if len(streams) == 1:
             return self._stream(streams[0])
-        return heapq.merge(*[self._stream(t) for t in streams], key=_change_lsn)
+        return _binaryheap_merge([self._stream(t) for t in streams], _change_lsn)
 
     def _iter_txn_owned(self, txn: ReorderBufferTXN
                         ) -> Iterator[Tuple[ReorderBufferChange, int]]:
@@ -1458,7 +1465,7 @@ class ReorderBuffer:
             for c in self._stream(t):
                 yield c.lsn, xid, c
 
-        for _lsn, xid, change in heapq.merge(*[tagged(t) for t in streams], key=_first3):
+        for _lsn, xid, change in _binaryheap_merge([tagged(t) for t in streams], _first3):
             yield change, xid
 
     def _iter_txn_check_xid(self, txn: ReorderBufferTXN) -> Iterator[ReorderBufferChange]:
@@ -1477,8 +1484,7 @@ class ReorderBuffer:
                 yield c.lsn, top, c
 
         set_check = self.cb_set_check_xid
-        for _lsn, top, change in heapq.merge(*[tagged(t) for t in streams],
-                                              key=_first):
+        for _lsn, top, change in _binaryheap_merge([tagged(t) for t in streams], _first):
             if top:
                 set_check(txn.xid)
             yield change
@@ -1729,6 +1735,63 @@ def _base_snapshot_lsn(txn: ReorderBufferTXN) -> int:
 
 def _true() -> bool:
     return True
+
+
+_T = TypeVar("_T")
+_END = object()
+
+
+def _binaryheap_merge(streams: List[Iterator[_T]], key: Callable[[_T], int]
+                      ) -> Iterator[_T]:
+    """The items of ``streams`` (each in ``key`` order) in the order
+    ReorderBufferIterTXNNext returns them: lib/binaryheap.c's heap of stream offsets
+    (``binaryheap_add_unordered`` in stream order, ``binaryheap_build``, then
+    ``binaryheap_replace_first`` / ``binaryheap_remove_first`` after each item) with
+    ReorderBufferIterCompare (the smaller LSN first, equal LSNs equal): equal keys come
+    out as PostgreSQL's heap leaves them, not in stream order.  An item is yielded
+    before its stream's next one is read (the streams restore spilled chunks lazily)."""
+    its: List[Iterator[_T]] = []
+    items: List[Any] = []
+    lsns: List[int] = []
+    for it in streams:
+        first = next(it, _END)
+        if first is not _END:
+            its.append(it)
+            items.append(first)
+            lsns.append(key(first))  # type: ignore[arg-type]
+    nodes = list(range(len(its)))
+    size = len(nodes)
+
+    def sift_down(off: int) -> None:
+        node = nodes[off]
+        lsn = lsns[node]
+        while True:
+            left = 2 * off + 1
+            if left >= size:
+                break
+            swap = left
+            if left + 1 < size and lsns[nodes[left + 1]] < lsns[nodes[left]]:
+                swap = left + 1
+            if lsn <= lsns[nodes[swap]]:
+                break
+            nodes[off] = nodes[swap]
+            off = swap
+        nodes[off] = node
+
+    for i in range((size - 2) // 2, -1, -1):
+        sift_down(i)
+    while size:
+        top = nodes[0]
+        yield items[top]
+        nxt = next(its[top], _END)
+        if nxt is not _END:
+            items[top] = nxt
+            lsns[top] = key(nxt)  # type: ignore[arg-type]
+        else:
+            size -= 1
+            nodes[0] = nodes[size]
+        if size > 1:
+            sift_down(0)
 
 
 def _first(t: Tuple[int, bool, ReorderBufferChange]) -> int:

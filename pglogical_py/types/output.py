@@ -257,6 +257,20 @@ class Resolver:
 _CACHE: Dict[Tuple[int, OutputSettings], OutputFn] = {}
 
 
+def settings_for(settings: Optional[OutputSettings],
+                 catalog: Optional[TypeCatalog]) -> OutputSettings:
+    """The settings a type's output follows: the defaults when none are given, and the
+    catalog's major when the settings name none (the output of some types differs by
+    major).  The key of the output and value-loader caches."""
+    if settings is None:
+        settings = _DEFAULT
+    if not settings.major and catalog is not None:
+        cmajor = getattr(catalog, "major", 0)
+        if isinstance(cmajor, int) and cmajor:
+            settings = replace(settings, major=cmajor)
+    return settings
+
+
 def output_function(
     typoid: int,
     settings: Optional[OutputSettings] = None,
@@ -268,12 +282,7 @@ def output_function(
     with ``settings.unknown_types == "raw"``, gets :func:`raw_output` (an array or a
     composite of such a type keeps its structure; only the unknown parts are raw).
     """
-    if settings is None:
-        settings = _DEFAULT
-    if not settings.major and catalog is not None:
-        cmajor = getattr(catalog, "major", 0)
-        if isinstance(cmajor, int) and cmajor:
-            settings = replace(settings, major=cmajor)
+    settings = settings_for(settings, catalog)
     key = (typoid, settings)
     cached = _CACHE.get(key)
     if cached is not None:

@@ -108,7 +108,6 @@ import re
 import struct
 import sys
 import uuid
-from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from ipaddress import (
@@ -136,6 +135,7 @@ from pglogical_py.types.output import (
     TypeInfo,
     catalog_dependent,
     output_function,
+    settings_for,
 )
 
 # catalog/pg_type_d.h
@@ -783,7 +783,6 @@ def _array_fast(eti: TypeInfo, efast: Fast) -> Fast:
 
 
 _CACHE: Dict[Tuple[int, OutputSettings], ValueLoader] = {}
-_DEFAULT_SETTINGS = OutputSettings()
 
 
 def value_loader(typoid: int, typmod: int = -1, settings: Optional[OutputSettings] = None,
@@ -795,12 +794,7 @@ def value_loader(typoid: int, typmod: int = -1, settings: Optional[OutputSetting
     resolution's sake (no rule depends on it: psycopg's loaders do not).  Raises
     :class:`UnknownTypeError` when the type has no output function.
     """
-    if settings is None:
-        settings = _DEFAULT_SETTINGS
-    if not settings.major and catalog is not None:
-        cmajor = getattr(catalog, "major", 0)
-        if isinstance(cmajor, int) and cmajor:
-            settings = replace(settings, major=cmajor)
+    settings = settings_for(settings, catalog)
     key = (typoid, settings)
     cached = _CACHE.get(key)
     if cached is not None:
