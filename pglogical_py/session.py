@@ -64,7 +64,7 @@ from typing import (
     Union,
 )
 
-from .errors import UsageError, WalTruncatedError
+from .errors import DecodingError, UsageError, WalTruncatedError
 from .lsn import format_lsn
 from .types import OutputSettings
 
@@ -710,11 +710,17 @@ class DecodeSession:
         if not req.upto_nchanges:
             self._check_end()
 
-    def steps(self) -> Generator[None, None, None]:
-        """The decode as a generator: it yields after each record handed to the
-        decoder (what a consumer of the sink's rows waits for), then shuts the context
-        down.  With upto_nchanges it stops after the record that brought the rows to
-        that many, as ``run`` (every heap record then comes back to be counted)."""
+    def steps(self, *, finish: bool = True) -> Generator[Any, None, None]:
+        """The decode as a generator: it yields each record after handing it to the
+        decoder (what a consumer of the sink's rows waits for; records decoded inside
+        the reader's fast lanes are not yielded), then shuts the context down.  With
+        upto_nchanges it stops after the record that brought the rows to that many, as
+        ``run`` (every heap record then comes back to be counted).
+
+        ``finish=False`` (a walsender following WAL that is still being written,
+        serve/walsender.py): at the end of valid WAL the context is neither shut down
+        nor checked against end_lsn, so that ``follow()`` can decode on from there
+        once more WAL arrived; ``finish()`` ends such a decode."""
         from .logical.decode import SKIP_TABLE
 
         ctx = self._context_open()
@@ -732,20 +738,79 @@ class DecodeSession:
             for record in self.reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
                                                     req.end_lsn):
                 process(record)
-                yield None
+                yield record
                 if req.upto_nchanges <= written[0]:
                     break
         else:
-            # commits come back as records (not decoded in the reader), so that a step
-            # follows the commit whose replay emitted rows
-            for record in self.reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
-                                                    req.end_lsn, ctx.decoder.fast_table(False)):
-                process(record)
-                yield None
+            yield from self._records(self.reader)
+        if finish:
+            self.finish()
+
+    def _records(self, reader: Any) -> Generator[Any, None, None]:
+        """``reader``'s records handed to the decoder, each yielded after it."""
+        from .logical.decode import SKIP_TABLE
+
+        ctx = self.ctx
+        process = ctx.process_record
+        # commits come back as records (not decoded in the reader), so that a step
+        # follows the commit whose replay emitted rows
+        for record in reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
+                                           self.request.end_lsn, ctx.decoder.fast_table(False)):
+            process(record)
+            yield record
+
+    def follow(self) -> Generator[Any, None, None]:
+        """After ``steps(finish=False)`` (or an earlier ``follow()``) read to the end of
+        valid WAL: the same decode goes on with a new reader from where valid WAL
+        ended, over the WAL files as they are now -- more WAL was written into the last
+        segment, or later segments arrived.  Yields as ``steps`` does; afterwards
+        ``end_of_wal`` / ``end_reason`` say where and why valid WAL ends now (the same
+        place when nothing new was there).  What the context holds (transactions in
+        progress, the snapshot builder) carries over: nothing is decoded twice."""
+        from .adapters.files import iter_segments
+        from .wal.xlogreader import XLogReader
+
+        self._context_open()
+        old = self.reader
+        if old is None or old.end_of_wal is None:
+            raise UsageError("follow() continues a decode that read to the end of valid WAL")
+        start = int(old.end_of_wal)
+        end = self.request.end_lsn
+        segments = iter_segments(list(self.request.wal), start_lsn=start, end_lsn=end or None)
+        self.reader = reader = XLogReader(segments, start_lsn=start)
+        yield from self._records(reader)
+
+    def finish(self) -> None:
+        """The end of a decode run with ``steps(finish=False)``: the context's shutdown,
+        the output's end, and (without upto_nchanges) the check of where it ended."""
+        ctx = self._context_open()
         ctx.shutdown()
         self._finish_output()
-        if not req.upto_nchanges:
+        if not self.request.upto_nchanges:
             self._check_end()
+
+    def find_startpoint(self) -> int:
+        """DecodingContextFindStartpoint (logical.c) for a slot being created
+        (CREATE_REPLICATION_SLOT; ``in_create``: no serialized snapshot is restored):
+        read from the restart LSN until the snapshot builder is consistent and return
+        the end of the record that made it so -- the new slot's confirmed_flush.  The
+        output plugin is not called.  WAL that ends first is a ``DecodingError``."""
+        from .logical.decode import SKIP_TABLE
+        from .logical.snapbuild import SnapBuildState
+
+        ctx = self._context_open()
+        builder = ctx.snapshot_builder
+        builder.in_create = True
+        for record in self.reader.iter_decoding(SKIP_TABLE, ctx.reorder.process_xid,
+                                                self.request.end_lsn):
+            ctx.process_record(record)
+            if builder.current_state() == SnapBuildState.CONSISTENT:
+                return int(record.end_lsn)
+        where = self.reader.end_of_wal
+        raise DecodingError("could not find logical decoding starting point: the WAL ends "
+                            "before the snapshot builder reached a consistent state "
+                            f"({self.reader.end_reason or 'end of valid WAL'})",
+                            lsn=where, file=self._file_of(where) if where else None)
 
     def _finish_output(self) -> None:
         """Wait for the format worker to write everything sent (its error, if any, is

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from types import ModuleType
 from typing import Iterator
@@ -22,7 +23,7 @@ def workload_dirs() -> Iterator[str]:
         return
     for major in sorted(os.listdir(FIXTURES)):
         mdir = os.path.join(FIXTURES, major)
-        if not major.startswith("pg") or not os.path.isdir(mdir):
+        if not re.fullmatch(r"pg\d+", major) or not os.path.isdir(mdir):
             continue
         for workload in sorted(os.listdir(mdir)):
             yield os.path.join(mdir, workload)

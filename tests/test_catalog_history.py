@@ -24,7 +24,7 @@ from pglogical_py.lsn import parse_lsn
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 DDL = sorted(
-    os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES) if m.startswith("pg")
+    os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES) if re.fullmatch(r"pg\d+", m)
     for w in os.listdir(os.path.join(FIXTURES, m))
     if w.startswith("ddl") and os.path.isdir(os.path.join(FIXTURES, m, w, "physical"))
 ) if os.path.isdir(FIXTURES) else []

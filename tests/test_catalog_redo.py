@@ -17,6 +17,7 @@ import copy
 import gzip
 import json
 import os
+import re
 from typing import Any, Dict, Iterator, List, Tuple
 
 import _matrix  # type: ignore[import-not-found]
@@ -28,7 +29,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 REDO = sorted(
     os.path.join(FIXTURES, m, w) for m in (os.listdir(FIXTURES) if os.path.isdir(FIXTURES)
                                            else [])
-    if m.startswith("pg")
+    if re.fullmatch(r"pg\d+", m)
     for w in ("ddl_redo", "ddl2_redo")
     if os.path.isfile(os.path.join(FIXTURES, m, w, "catalog_start.json.gz"))
 )

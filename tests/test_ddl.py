@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import os
+import re
 import struct
 from contextlib import redirect_stdout
 from typing import Any, List
@@ -31,7 +32,7 @@ from pglogical_py.logical.snapbuild import RunningXacts, SnapBuild, SnapBuildSta
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 DDL = sorted(
     os.path.join(FIXTURES, m, "ddl") for m in os.listdir(FIXTURES)
-    if m.startswith("pg") and os.path.isdir(os.path.join(FIXTURES, m, "ddl", "physical"))
+    if re.fullmatch(r"pg\d+", m) and os.path.isdir(os.path.join(FIXTURES, m, "ddl", "physical"))
 ) if os.path.isdir(FIXTURES) else []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from typing import Dict, List, Tuple
 
 import pytest
@@ -174,7 +175,7 @@ def _all_fixture_dirs() -> list[str]:
     if os.path.isdir(FIXTURES):
         for major in sorted(os.listdir(FIXTURES)):
             mdir = os.path.join(FIXTURES, major)
-            if major.startswith("pg") and os.path.isdir(mdir):
+            if re.fullmatch(r"pg\d+", major) and os.path.isdir(mdir):
                 for w in sorted(os.listdir(mdir)):
                     if os.path.isfile(os.path.join(mdir, w, "slot.state")):
                         out.append(os.path.join(mdir, w))

@@ -11,7 +11,17 @@ from hypothesis import strategies as st
 from pglogical_py import errors
 from pglogical_py.lsn import format_lsn, parse_lsn, xid_precedes
 
-ALL_ERRORS = [getattr(errors, name) for name in errors.__all__]
+# the error hierarchy; PglogicalWarning (a WARNING PostgreSQL decodes on) is no error
+ALL_ERRORS = [getattr(errors, name) for name in errors.__all__
+              if issubclass(getattr(errors, name), errors.PglogicalError)]
+
+
+def test_the_only_public_class_outside_the_hierarchy_is_the_warning() -> None:
+    others = [name for name in errors.__all__
+              if not issubclass(getattr(errors, name), errors.PglogicalError)]
+    assert others == ["PglogicalWarning"]
+    assert issubclass(errors.PglogicalWarning, Warning)
+    assert not issubclass(errors.PglogicalWarning, errors.PglogicalError)
 
 
 @pytest.mark.parametrize("cls", ALL_ERRORS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 from typing import Dict, List, Tuple
 
 import pytest
@@ -43,7 +44,7 @@ def _cases() -> List[Tuple[str, str]]:
     if not os.path.isdir(FIXTURES):
         return out
     for major_dir in sorted(os.listdir(FIXTURES)):
-        if not major_dir.startswith("pg"):
+        if not re.fullmatch(r"pg\d+", major_dir):
             continue
         base = os.path.join(FIXTURES, major_dir)
         for workload in sorted(os.listdir(base)):

@@ -19,6 +19,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -131,7 +132,8 @@ PARALLEL_FIXTURES = ["pg15/basic", "pg15/ddl2", "pg16/spill", "pg16/toast", "pg1
 
 def _all_fixtures() -> List[str]:
     return [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
-                              if m.startswith("pg") for w in os.listdir(os.path.join(FIXTURES, m)))
+                              if re.fullmatch(r"pg\d+", m)
+                              for w in os.listdir(os.path.join(FIXTURES, m)))
             if os.path.exists(os.path.join(d, "meta.json"))
             and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
                     for ext in (".tsv", ".tsv.gz"))]

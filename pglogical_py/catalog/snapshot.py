@@ -887,6 +887,11 @@ class CatalogSnapshot:
         """get_namespace_name (lsyscache.c)."""
         return self._nspname.get(nspoid)
 
+    def get_rel_relkind(self, oid: int) -> Optional[str]:
+        """get_rel_relkind (lsyscache.c): the relation's pg_class.relkind."""
+        row = self._class.get(oid)
+        return None if row is None else str(row.get("relkind") or "r")
+
     def get_rel_namespace(self, oid: int) -> Optional[int]:
         """get_rel_namespace (lsyscache.c): the relation's pg_class.relnamespace."""
         row = self._class.get(oid)

@@ -2,6 +2,7 @@
 
 Mirrors: the front ends PostgreSQL ships for the same jobs: ``pg_waldump``
 (``waldump``), ``pg_recvlogical`` / ``pg_logical_slot_peek_changes`` (``decode``),
+``postgres`` as a logical walsender (``serve``),
 and catalog export (``catalog``).
 
 NOTES
@@ -56,7 +57,7 @@ from ..errors import (
     WalError,
 )
 
-SUBCOMMANDS = ("waldump", "decode", "catalog")
+SUBCOMMANDS = ("waldump", "decode", "catalog", "serve")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -32,9 +32,16 @@ NOTES
     of the running_xacts record they were written at; ``snapshot_lsn_from_name``
     turns a name back into that LSN.
 
+    ``write_slot_state(state, major)`` is SaveSlotToPath's file: the same layout for
+    the slot's major (``version`` 2 / 3 / 5, ``length`` 184), the checksum over
+    everything after it -- what a walsender over captured WAL keeps its slots in
+    (serve/slots.py writes the bytes).  Fields the state does not model are zero
+    (``invalidated``, 17's ``synced`` / ``failover``).
+
 INVARIANTS
     A state file with a bad magic, length or checksum is refused (SnapshotBuildError
     is not the right class for it: DecodingError).
+    ``read_slot_state(write_slot_state(s, major))`` gives back every field of ``s``.
 """
 
 from __future__ import annotations
@@ -105,6 +112,31 @@ def read_slot_state(data: bytes, name: str = "state", verify_crc: bool = True) -
                      confirmed_flush, two_phase_at, bool(two_phase), _cstr(plugin), version)
 
 
+#: ReplicationSlotOnDisk's version per major (SLOT_VERSION in slot.c)
+SLOT_VERSIONS = {15: 2, 16: 3, 17: 5, 18: 5}
+#: sizeof(ReplicationSlotPersistentData) on x86-64, 15-18 (17's two bools fit the padding)
+SLOT_DATA_LENGTH = 184
+
+
+def write_slot_state(state: SlotState, major: int) -> bytes:
+    """The bytes of a ``pg_replslot/<slot>/state`` file of PostgreSQL ``major``."""
+    from ..wal.crc32c import crc32c
+
+    version = SLOT_VERSIONS.get(major)
+    if version is None:
+        raise DecodingError(f"no replication slot file layout for PostgreSQL {major}")
+    name = state.name.encode("utf-8", "surrogateescape")
+    plugin = state.plugin.encode("utf-8", "surrogateescape")
+    if len(name) >= 64 or len(plugin) >= 64:
+        raise DecodingError(f"slot name or plugin name too long for NameData: {state!r}")
+    data = bytearray(SLOT_DATA_LENGTH)
+    _fields.pack_into(data, 0, name, state.database, state.persistency, state.xmin,
+                      state.catalog_xmin, state.restart_lsn, state.confirmed_flush,
+                      state.two_phase_at, state.two_phase, plugin)
+    body = struct.pack("<II", version, SLOT_DATA_LENGTH) + bytes(data)
+    return struct.pack("<II", SLOT_MAGIC, crc32c(body)) + body
+
+
 _SNAP_NAME = re.compile(r"^([0-9A-Fa-f]{1,8})-([0-9A-Fa-f]{1,8})\.snap$")
 
 
@@ -116,4 +148,5 @@ def snapshot_lsn_from_name(filename: str) -> Optional[int]:
     return (int(m.group(1), 16) << 32) | int(m.group(2), 16)
 
 
-__all__ = ["SLOT_MAGIC", "SlotState", "read_slot_state", "snapshot_lsn_from_name"]
+__all__ = ["SLOT_DATA_LENGTH", "SLOT_MAGIC", "SLOT_VERSIONS", "SlotState", "read_slot_state",
+           "snapshot_lsn_from_name", "write_slot_state"]

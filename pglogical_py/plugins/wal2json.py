@@ -660,23 +660,27 @@ class Wal2Json:
 
     # -- transactions ----------------------------------------------------------------
 
+    def _v2_txn(self, ctx: Any, action: str, txn: ReorderBufferTXN, lsn: int) -> None:
+        """Format 2's BEGIN ("B", the transaction's final_lsn) or COMMIT ("C", the commit
+        record's LSN) object, when include-transaction is on."""
+        if not self.include_transaction:
+            return
+        out = ['{"action":"%s"' % action]
+        if self.include_xids:
+            out.append(',"xid":%d' % txn.xid)
+        if self.include_timestamp:
+            out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
+        if self.include_origin:
+            out.append(',"origin":%d' % txn.origin_id)
+        if self.include_lsn:
+            out.append(',"lsn":"%s","nextlsn":"%s"' % (lsn_out(lsn), lsn_out(txn.end_lsn)))
+        out.append("}")
+        self._write(ctx, "".join(out))
+
     def begin(self, ctx: Any, txn: ReorderBufferTXN) -> None:
         """pg_decode_begin_txn."""
         if self.format_version == 2:
-            if not self.include_transaction:
-                return
-            out = ['{"action":"B"']
-            if self.include_xids:
-                out.append(',"xid":%d' % txn.xid)
-            if self.include_timestamp:
-                out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
-            if self.include_origin:
-                out.append(',"origin":%d' % txn.origin_id)
-            if self.include_lsn:
-                out.append(',"lsn":"%s","nextlsn":"%s"' % (lsn_out(txn.final_lsn),
-                                                           lsn_out(txn.end_lsn)))
-            out.append("}")
-            self._write(ctx, "".join(out))
+            self._v2_txn(ctx, "B", txn, txn.final_lsn)
             return
         ht, nl, sp = self.ht, self.nl, self.sp
         self.nr_changes = 0
@@ -698,20 +702,7 @@ class Wal2Json:
     def commit(self, ctx: Any, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         """pg_decode_commit_txn."""
         if self.format_version == 2:
-            if not self.include_transaction:
-                return
-            out = ['{"action":"C"']
-            if self.include_xids:
-                out.append(',"xid":%d' % txn.xid)
-            if self.include_timestamp:
-                out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
-            if self.include_origin:
-                out.append(',"origin":%d' % txn.origin_id)
-            if self.include_lsn:
-                out.append(',"lsn":"%s","nextlsn":"%s"' % (lsn_out(commit_lsn),
-                                                           lsn_out(txn.end_lsn)))
-            out.append("}")
-            self._write(ctx, "".join(out))
+            self._v2_txn(ctx, "C", txn, commit_lsn)
             return
         ht, nl = self.ht, self.nl
         if self.write_in_chunks:
