@@ -30,7 +30,7 @@ normalised, because SQL cannot decide it:
   by count, not by bytes: the HOT choice is drawn), and the bgwriter writes a
   running_xacts every 15 s of activity.
 
-Examples: ``PGLOGICAL_KIT_LIVE_EXAMPLES`` (default 12; 150 and more find what a few
+Examples: ``PGLOGICAL_KIT_LIVE_EXAMPLES`` (default 20; 150 and more find what a few
 do not).
 """
 
@@ -217,7 +217,7 @@ def test_workloads_replayed_on_postgresql_give_the_expected_rows(kit_server: Any
     srv = kit_server
     admin = srv.connect(autocommit=True)
 
-    @_live.live_settings("PGLOGICAL_KIT_LIVE_EXAMPLES", 12)
+    @_live.live_settings("PGLOGICAL_KIT_LIVE_EXAMPLES", 20)
     @given(pst.workloads(max_steps=40, max_transactions=5))
     def check(workload: Any) -> None:
         want = expected_rows(workload)
