@@ -40,6 +40,11 @@ NOTES
     lone messages with the xids taken out of BEGIN / COMMIT, and ``same_units(want,
     got)`` compares two streams unit by unit with a one-to-one map between their xids:
     how a stream the model predicts for synthetic xids is compared with a server's.
+    LSNs are not compared, but they tell ties: where one stream has a message and the
+    change after it at one LSN and the other has the same two rows at two LSNs (a
+    record in between that SQL does not control: heap_update's LOCK when the new
+    version must go to another page, the bgwriter's running_xacts), the two rows may
+    come in either order; a tie both streams have is compared as it is.
 
 INVARIANTS
     A step the server refuses or blocks on (lock_timeout) raises: the strategies promise
