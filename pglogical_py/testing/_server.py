@@ -4,10 +4,11 @@ Mirrors: access/transam/xact.c (``AssignTransactionId``: parents first, XLR_BLOC
 TOPLEVEL_XID on a subtransaction's first record, XLOG_XACT_ASSIGNMENT when the top-level
 xid was never logged or 64 subxids are unreported; ``RecordTransactionCommit`` /
 ``RecordTransactionAbort``: no record without an xid, the committed children, a
-subtransaction's abort record; ``CommandCounterIncrement`` and ``LogLogicalInvalidations``),
-access/transam/twophase.c (PREPARE, COMMIT / ROLLBACK PREPARED), access/heap/heapam.c
-(``heap_insert`` / ``heap_update`` / ``heap_delete``, ``ExtractReplicaIdentity``,
-``log_heap_new_cid``), access/heap/heaptoast.c and access/common/toast_internals.c
+subtransaction's abort record; ``CommandCounterIncrement`` and
+``LogLogicalInvalidations``), access/transam/twophase.c (PREPARE, COMMIT / ROLLBACK
+PREPARED), access/heap/heapam.c (``heap_insert`` / ``heap_update`` with its
+XLOG_HEAP_LOCK / ``heap_delete``, ``ExtractReplicaIdentity``, ``log_heap_new_cid``),
+access/heap/heaptoast.c and access/common/toast_internals.c
 (``heap_toast_insert_or_update``: compression, then out-of-line storage in 1996-byte
 chunks; an unchanged out-of-line value keeps its pointer; ``toast_flatten_tuple`` for a
 REPLICA IDENTITY FULL old tuple), commands/tablecmds.c (ALTER TABLE ADD / DROP COLUMN,
@@ -33,6 +34,14 @@ NOTES
     table between its DDL and its commit); TOAST values are printed in full when the
     change stored them (the chunks precede it in the same transaction), as
     ``unchanged-toast-datum`` when the new tuple kept an old out-of-line pointer.
+
+    heap_update locks the old version with a logged XLOG_HEAP_LOCK before it lets go of
+    the page, which it does when the tuple needs TOAST work (an out-of-line value in
+    the old or new tuple, or a new tuple over TOAST_TUPLE_THRESHOLD: written here) or
+    when the new version does not fit on the page (not written: pages are filled by
+    count, not by bytes, and the HOT choice is the workload's).  The record lies
+    between a transactional message and the change after it, which decides their
+    order (model.py).
 
     Refused (``ValueError`` naming the step): what a server would refuse or block on
     -- a change to a row another open (or prepared) transaction changed, DDL or

@@ -41,6 +41,11 @@ NOTES
       and its committed subtransactions merged by LSN, COMMIT at the commit record's
       end.  COMMIT PREPARED commits as COMMIT does; ROLLBACK PREPARED and ROLLBACK,
       or a subtransaction's abort record, drop the changes.
+    * Equal LSNs in the merge (a transactional message, queued at its record's end,
+      and the change whose record starts there) come out as the heap leaves them, which
+      depends on every stream's changes, unprinted ones included: the commit of a
+      catalog-changing transaction queues the new snapshot in every transaction with a
+      base snapshot, itself too, at the commit record.
     * A non-transactional message is output when decoded (not skipped: its record
       starting at or after start_decoding_at), at its record's end, with the xid of
       the (sub)transaction that wrote it, 0 for none.
