@@ -16,7 +16,7 @@ SPARK_STAMP := $(VENV)/.spark-installed
 TEST_LOGS := .test-logs
 PYTEST_OPTS := -q -p no:cacheprovider --durations=15
 
-.PHONY: demo test test-cpython test-pypy test-pypy-full test-stress lint postgres postgres-npm java pypy clean bench
+.PHONY: demo test test-cpython test-pypy test-pypy-full test-stress test-spark-cluster lint postgres postgres-npm java pypy clean bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -122,6 +122,11 @@ test-stress:
 # every case of the matrices under PyPy too (not part of `make test`)
 test-pypy-full: $(PYPY_STAMP)
 	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live'
+
+# the Spark standalone cluster test alone (a master and two workers on 127.0.0.1, about a
+# minute; also part of `make test`: tests/test_spark_cluster.py)
+test-spark-cluster: $(STAMP) $(SPARK_STAMP) java
+	PGLOGICAL_SPARK_CLUSTER=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/test_spark_cluster.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pglogical_py tests benchmarks fixtures

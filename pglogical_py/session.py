@@ -125,6 +125,10 @@ class DecodeRequest:
     #: without end_lsn: valid WAL ending before the last supplied segment's end is an
     #: error (``WalTruncatedError``), not the end of the decode
     require_end: bool = False
+    #: the snapshot builder to start with at ``restart_lsn`` (logical/snapbuild.py
+    #: ``BuilderState``): a partition of a parallel read starts inside the slot's range
+    #: as the decode from the slot's restart_lsn was there (adapters/spark_plan.py)
+    builder_state: Any = None
 
     def __post_init__(self) -> None:
         if not self.wal:
@@ -580,6 +584,14 @@ class DecodeSession:
         )
         if self.after_evict is not None:
             ctx.reorder.after_evict = self.after_evict
+        state = req.builder_state
+        if state is not None:
+            if state.lsn != slot.restart_lsn:
+                raise UsageError(f"a snapshot builder state for {format_lsn(state.lsn)} given "
+                                 f"for a decode from {format_lsn(slot.restart_lsn)}",
+                                 lsn=slot.restart_lsn)
+            ctx.snapshot_builder.restore_state(state.data, state.lsn, catchange=state.catchange,
+                                               snapshot=state.snapshot)
         wal, restart, at = req.wal, slot.restart_lsn, req.commit_log_at
         if ctx.twophase or ctx.streaming:
             # what the server's commit log knew when it decoded: prepared transactions

@@ -83,14 +83,17 @@ def test_transitions_table_guards_state() -> None:
     assert all(a < b for a, b in TRANSITIONS)
 
 
-def test_committed_xids_sorted_and_catalog_changes() -> None:
+def test_committed_xids_in_commit_order_and_catalog_changes() -> None:
+    """committed.xip keeps the order of the commits (as the .snap files of real servers
+    show: tests/test_spark_plan.py); the snapshots built from it are sorted."""
     rb = _rb()
     b = SnapBuild(rb)
     b.process_running_xacts(100, running(700, 700))
     for xid in (705, 703, 704):
         rb.xid_set_catalog_changes(xid, 200 + xid)
         b.commit_txn(300 + xid, xid, (), 0)
-    assert b.committed_xids == [703, 704, 705]
+    assert b.committed_xids == [705, 703, 704]
+    assert b.build_snapshot().xip == (703, 704, 705)
     assert b.xmax == 706
     # a catalog-changing commit hands its txn a base snapshot
     assert b.snapshot is not None

@@ -21,7 +21,6 @@ import os
 import platform
 import re
 import shutil
-import sys
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
@@ -30,12 +29,12 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from _fixtures import FIXTURES, decode_end  # type: ignore[import-not-found]  # noqa: E402
+from _spark import spark_session  # type: ignore[import-not-found]  # noqa: E402
 from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
     expected_output as _expected,  # decode/<set>.tsv(.gz): PostgreSQL's peek
 )
 
-import pglogical_py  # noqa: E402
-from pglogical_py.adapters.spark import Options, PglogicalDataSource  # noqa: E402
+from pglogical_py.adapters.spark import Options  # noqa: E402
 from pglogical_py.adapters.tsv import escape_tsv  # noqa: E402
 from pglogical_py.errors import UsageError  # noqa: E402
 from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
@@ -43,33 +42,8 @@ from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime (Spark 4 needs Java 17+; make test installs it)")
-    # the Python workers must run this interpreter and import this checkout's package
-    # (the JVM and its workers take the environment at start-up)
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pglogical_py.__file__)))
-    path = saved["PYTHONPATH"]
-    os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
-    session = (SparkSession.builder.master("local[1]").appName("pglogical_py tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(PglogicalDataSource)
-    try:
+    with spark_session() as session:
         yield session
-    finally:
-        session.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _fixture_options(wdir: str, optionset: str, *, binary: bool = True) -> Dict[str, str]:
@@ -149,24 +123,46 @@ def test_read_matches_postgres(spark: Any, fixture: str, optionset: str,
     _assert_same(_tsv(rows), expected)
 
 
-def test_every_fixture_in_one_job(spark: Any) -> None:
-    """Every fixture of 15-18 (test_decoding's default option set, binary rows): the
-    reads, unioned into one job (one partition each), give PostgreSQL's rows."""
-    from functools import reduce
+#: the parallel read's representative subset in CI (PGLOGICAL_SPARK_ALL_FIXTURES=1: every
+#: fixture of 15-18, ~2 min): each major, DDL with physical catalogs, spilling, TOAST,
+#: types, and streamed / two-phase reads that keep one partition
+PARALLEL_FIXTURES = ["pg15/basic", "pg15/ddl2", "pg16/spill", "pg16/toast", "pg17/ddl",
+                     "pg17/twophase", "pg18/types", "pg18/stream"]
 
-    from pyspark.sql import functions as F
 
-    dirs = [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
+def _all_fixtures() -> List[str]:
+    return [d for d in sorted(os.path.join(FIXTURES, m, w) for m in os.listdir(FIXTURES)
                               if re.fullmatch(r"pg\d+", m)
                               for w in os.listdir(os.path.join(FIXTURES, m)))
             if os.path.exists(os.path.join(d, "meta.json"))
             and any(os.path.exists(os.path.join(d, "decode", "xids1_skip0" + ext))
                     for ext in (".tsv", ".tsv.gz"))]
+
+
+@pytest.mark.parametrize("partitions", ["1", "3"])
+def test_every_fixture_in_one_job(spark: Any, partitions: str) -> None:
+    """Every fixture of 15-18 (test_decoding's default option set, binary rows), each
+    read in one partition, unioned into one job, gives PostgreSQL's rows -- which are
+    the command line's too (test_api.py ``test_cli_matches_postgres``).  Read in three
+    commit ranges (``partitions``; streamed or two-phase reads keep one), the
+    representative subset ``PARALLEL_FIXTURES`` (every fixture with
+    ``PGLOGICAL_SPARK_ALL_FIXTURES=1``) gives them too: parallel = sequential = CLI."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    dirs = _all_fixtures()
     assert len(dirs) > 60
-    dfs = [_load(spark, _fixture_options(d, "xids1_skip0", binary=True))
-           .withColumn("fixture", F.lit(i)) for i, d in enumerate(dirs)]
+    if partitions != "1" and os.environ.get("PGLOGICAL_SPARK_ALL_FIXTURES") != "1":
+        dirs = [os.path.join(FIXTURES, f) for f in PARALLEL_FIXTURES]
+    dfs = [_load(spark, {**_fixture_options(d, "xids1_skip0", binary=True),
+                         "partitions": partitions}).withColumn("fixture", F.lit(i))
+           for i, d in enumerate(dirs)]
+    union = reduce(lambda a, b: a.unionByName(b), dfs)
+    if partitions != "1":  # split: most reads in three ranges
+        assert union.rdd.getNumPartitions() > len(dirs)
     got: Dict[int, List[Any]] = {i: [] for i in range(len(dirs))}
-    for row in reduce(lambda a, b: a.unionByName(b), dfs).collect():
+    for row in union.collect():
         got[row.fixture].append((row.lsn, row.xid, row.data))
     for i, d in enumerate(dirs):
         _assert_same(_tsv(got[i]), _expected(d, "xids1_skip0"))
@@ -365,6 +361,12 @@ def _corrupt_copy(tmp_path: Any) -> Any:
 
 
 def test_corrupt_wal_error_names_file_and_lsn(spark: Any, tmp_path: Any) -> None:
+    """A damaged record in a read of three partitions: the plan (on the driver) leaves
+    CRCs to the partitions, so the executor's task reading the record fails, and its
+    error reaches the driver inside Spark's PythonException with the library error's
+    class, file and LSN."""
+    from pyspark.errors import PythonException
+
     from pglogical_py.adapters.spark import WalPartition, _read
     from pglogical_py.errors import WalError
 
@@ -377,8 +379,10 @@ def test_corrupt_wal_error_names_file_and_lsn(spark: Any, tmp_path: Any) -> None
             pass
     err = info.value
     assert err.file is not None and err.lsn is not None
-    with pytest.raises(Exception) as spark_err:
-        _load(spark, opts).collect()
+    df = _load(spark, {**opts, "partitions": "3"})
+    assert df.rdd.getNumPartitions() == 3
+    with pytest.raises(PythonException) as spark_err:
+        df.collect()
     text = str(spark_err.value)
     assert type(err).__name__ in text
     assert str(err) in text  # "... (file 00000001000000000000000B, LSN 0/B18xxx)"

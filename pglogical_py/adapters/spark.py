@@ -1,19 +1,27 @@
-"""PySpark data source ``pglogical``: captured WAL read as ``pg_logical_slot_peek_changes``.
+"""PySpark data source ``pglogical``: captured WAL read as ``pg_logical_slot_peek_changes``,
+or as a typed change feed, spread over executors.
 
 Mirrors: replication/logical/logicalfuncs.c (``pg_logical_slot_get_changes_guts``, and
 the result set of ``pg_logical_slot_peek_changes`` / ``_peek_binary_changes``: ``lsn
 pg_lsn, xid xid, data text|bytea``), driven through the library's decode session
-(session.py ``DecodeRequest`` / ``DecodeSession``).  Spark 4's Python Data Source API
-(``pyspark.sql.datasource``).
+(session.py ``DecodeRequest`` / ``DecodeSession``); the change feed's columns are Spark
+4.2's change data capture contract (adapters/spark_feed.py).  Spark 4's Python Data
+Source API (``pyspark.sql.datasource``).  docs/spark.md is the user's guide (options,
+columns, the parallel read, its cost model, figures).
 
 NOTES
     Usage::
 
-        from pglogical_py.adapters.spark import PglogicalDataSource
-        spark.dataSource.register(PglogicalDataSource)
         df = (spark.read.format("pglogical").option("catalog", "catalog.json.gz")
               .option("slotState", "state").option("option.include-xids", "0")
               .load("/archive/pg_wal"))
+        feed = (spark.read.format("pglogical").option("mode", "changes")
+                .option("table", "public.orders").option("catalog", "catdir")
+                .option("slotState", "state").load("/archive/pg_wal"))
+
+    Spark finds the source by name through the top-level module ``pyspark_pglogical``
+    (its ``DefaultSource``; Spark 4 imports every ``pyspark_*`` module on the Python
+    path); ``spark.dataSource.register(PglogicalDataSource)`` does the same by hand.
 
     What a read is.  One read is one ``pglogical-py decode`` of the same arguments:
     from the slot's ``restart_lsn``, commits before ``confirmed_flush`` not output,
@@ -26,7 +34,21 @@ NOTES
     options are the data source options ``option.<name>``; Spark lowercases option
     keys, which is what test_decoding's option names are anyway.  An empty value
     passes the option with no value (SQL NULL: test_decoding then takes it as true),
-    like ``-o NAME``.
+    like ``-o NAME``.  ``mode`` ``changes`` swaps test_decoding for the change feed's
+    plugin (spark_feed.py ``FeedPlugin``): same decode, typed rows.
+
+    Partitions.  A batch read is cut into consecutive commit ranges decoded on
+    different executors (adapters/spark_plan.py: the plan, its correctness argument
+    and what keeps one partition).  The plan is made once per read, when Spark plans
+    it (``PglogicalReader.partitions``, a header-cost pass over the WAL on the
+    driver), and travels inside the partitions (``WalPartition.planned``: the
+    range, where to start reading and the serialized snapshot builder there):
+    Python data sources cannot broadcast.  Partition i's rows are the commits of
+    its range, in the decode's order, so the partitions concatenated in order --
+    what ``collect()`` returns -- are the sequential decode's rows.  How many:
+    ``partitions``, else one per ``maxPartitionBytes`` of WAL in the read.  A task
+    never forks the CRC or format worker (``crc_worker`` / ``format_worker``
+    ``off``, the session's default for everything but the command line).
 
     Rows.  Rows are yielded as Arrow record batches of ``batchRows`` rows, while
     decoding: the executor holds one batch, not the decode's output.  ``data`` is
@@ -35,7 +57,8 @@ NOTES
     jsonl`` does), or the bytes themselves with ``binary`` (``data BINARY``, as
     ``pg_logical_slot_peek_binary_changes``).  As in PostgreSQL, a plugin that
     declares binary output (test_decoding's ``force-binary``) is refused by the text
-    form.
+    form.  The change feed's batches are built column by column from the plugin's
+    lists, in the Arrow types Spark derives from the read's schema.
 
     Streaming.  Offsets are ``{"lsn": "X/X"}``: the slot's confirmed_flush a batch
     reached.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
@@ -46,15 +69,14 @@ NOTES
     yet, and the end stays before it); a micro-batch
     ``(start, end]`` is the decode PostgreSQL's ``pg_logical_slot_get_changes(slot,
     upto_lsn => end)`` makes on a slot whose confirmed_flush is ``start``: commits
-    whose record starts at or after ``start`` and ends at or before ``end``.  Since
-    a slot's confirmed_flush is exactly where the last call's last record ended,
-    consecutive micro-batches output every commit once.  Nothing is remembered
-    between micro-batches (``read`` is stateless): each one decodes again from the
-    slot's restart_lsn -- PostgreSQL would have moved restart_lsn forward and kept
-    serialized snapshots -- so a micro-batch costs a read of all the WAL from
-    restart_lsn to ``end`` (at header cost for the records before ``start`` that
-    decoding skips, ~0.1-0.2 s per 16 MB segment on CPython), and the plugin's work
-    only for its own commits.
+    whose record starts at or after ``start`` and ends at or before ``end``, one
+    partition.  Since a slot's confirmed_flush is exactly where the last call's last
+    record ended, consecutive micro-batches output every commit once.  Nothing is
+    remembered between micro-batches (``read`` is stateless): each one decodes again
+    from the slot's restart_lsn -- PostgreSQL would have moved restart_lsn forward
+    and kept serialized snapshots -- so a micro-batch costs a read of all the WAL
+    from restart_lsn to ``end`` (at header cost for the records before ``start``
+    that decoding skips), and the plugin's work only for its own commits.
 
     A micro-batch is a decode made when the WAL ended at ``end``: where decoding asks
     the commit log (a prepared or streamed transaction rolled back concurrently,
@@ -71,7 +93,8 @@ NOTES
 
 INVARIANTS
     * The rows of a read are, byte for byte, the rows ``pglogical-py decode`` writes
-      for the same options (and so PostgreSQL's peek); their order is the decode's.
+      for the same options (and so PostgreSQL's peek); their order is the decode's,
+      whatever the number of partitions.
     * Offsets only grow: ``latestOffset`` is never below the start it is given.
     * Errors are pglogical_py's (``errors.py``): their text names the WAL file and LSN,
       and reaches the Spark user inside the ``PythonException``.
@@ -82,7 +105,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from pyspark.sql.datasource import (
@@ -104,8 +127,19 @@ from ..session import (
     slot_positions,
 )
 from ..types.settings import parse_settings
+from .spark_feed import FeedSpec, parse_table
+from .spark_plan import PlannedPartition, ReadPlan, plan_read
 
-__all__ = ["Options", "PglogicalDataSource", "WalPartition"]
+__all__ = ["FEED_PLUGIN", "MODES", "Options", "PglogicalDataSource", "WalPartition",
+           "apply_changes", "feed_struct", "variant_supported", "write_feed"]
+
+#: ``mode``: test_decoding's rows, or the change feed
+MODES = ("text", "changes")
+#: the change feed's output plugin (a ``module:Class`` name, as the planner sees it)
+FEED_PLUGIN = "pglogical_py.adapters.spark_feed:FeedPlugin"
+#: ``maxPartitionBytes``'s default: WAL bytes per partition when ``partitions`` is not
+#: given
+DEFAULT_PARTITION_BYTES = 32 * 1024 * 1024
 
 #: plugin options are data source options with this prefix
 PLUGIN_OPTION_PREFIX = "option."
@@ -135,8 +169,9 @@ _CHOICES = {
 _LSN_OPTIONS = {"restartlsn": "restart_lsn", "startlsn": "start_lsn", "endlsn": "end_lsn",
                 "twophaseat": "two_phase_at"}
 _BOOL_OPTIONS = ("catalogredo", "twophase", "binary")
-_INT_OPTIONS = ("database", "batchrows")
-_OTHER = ("path", "paths", "catalog", "workmem", "serverversion")
+_INT_OPTIONS = ("database", "batchrows", "partitions")
+_OTHER = ("path", "paths", "catalog", "workmem", "serverversion", "mode", "table",
+          "maxpartitionbytes", "images")
 _TRUE = ("true", "on", "yes", "1", "t", "y")
 _FALSE = ("false", "off", "no", "0", "f", "n")
 
@@ -182,6 +217,16 @@ class Options:
     batch_rows: int = 4096
     end_lsn: Optional[int] = None
     start_lsn: Optional[int] = None
+    #: ``text`` (test_decoding's rows) or ``changes`` (the change feed)
+    mode: str = "text"
+    #: the change feed's table (schema, name), or None: every table
+    table: Optional[Tuple[str, str]] = None
+    #: the number of partitions asked for (0: from ``partition_bytes``)
+    partitions: int = 0
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
+    #: the change feed's images without a table: ``variant``, ``json``, or "" (the
+    #: installed Spark decides)
+    images: str = ""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Options:
@@ -193,6 +238,11 @@ class Options:
         plugin: List[Tuple[str, Optional[str]]] = []
         binary = False
         batch_rows = 4096
+        mode = "text"
+        table: Optional[Tuple[str, str]] = None
+        partitions = 0
+        partition_bytes = DEFAULT_PARTITION_BYTES
+        images = ""
         for raw_key, value in options.items():
             key = raw_key.lower()
             if value is None:
@@ -249,6 +299,32 @@ class Options:
                 batch_rows = _int(raw_key, value)
                 if batch_rows < 1:
                     raise UsageError(f"option {raw_key}: must be at least 1")
+            elif key == "mode":
+                mode = value.strip().lower()
+                if mode not in MODES:
+                    raise UsageError(f"option {raw_key}: {value!r} is not one of "
+                                     f"{', '.join(MODES)}")
+            elif key == "table":
+                table = parse_table(value.strip())
+            elif key == "partitions":
+                partitions = _int(raw_key, value)
+                if partitions < 1:
+                    raise UsageError(f"option {raw_key}: must be at least 1")
+            elif key == "maxpartitionbytes":
+                try:
+                    partition_bytes = parse_size(value)
+                except UsageError as err:
+                    raise UsageError(f"option {raw_key}: {err.message}") from None
+                if partition_bytes < 1:
+                    raise UsageError(f"option {raw_key}: must be at least 1 byte")
+            elif key == "images":
+                images = value.strip().lower()
+                if images not in ("variant", "json"):
+                    raise UsageError(f"option {raw_key}: {value!r} is not one of variant, "
+                                     "json")
+                if images == "variant" and not variant_supported():
+                    raise UsageError(f"option {raw_key}: VARIANT columns from Python data "
+                                     "sources need Spark 4.3 or later (use json)")
             else:
                 known = sorted(set(_TEXT_OPTIONS) | set(_CHOICES) | set(_LSN_OPTIONS)
                                | set(_BOOL_OPTIONS) | set(_INT_OPTIONS) | set(_OTHER))
@@ -265,13 +341,45 @@ class Options:
             raise UsageError("the pglogical data source needs option('slotState', ...) (a "
                              "copied pg_replslot/<slot>/state) or both restartLsn and "
                              "startLsn")
+        if mode == "changes":
+            if binary:
+                raise UsageError("option binary: the change feed (mode changes) has no data "
+                                 "column")
+            if "plugin" in args:
+                raise UsageError("option plugin: the change feed (mode changes) has its own "
+                                 "output plugin")
+        elif table is not None:
+            raise UsageError("option table needs option mode = changes")
+        elif images:
+            raise UsageError("option images needs option mode = changes")
         end = args.get("end_lsn")
         start = args.get("start_lsn")
         parsed = cls(tuple(paths), catalog, tuple(sorted(args.items())), tuple(sorted(plugin)),
                      binary, batch_rows, parse_lsn(end) if end else None,
-                     parse_lsn(start) if start else None)
+                     parse_lsn(start) if start else None, mode, table, partitions,
+                     partition_bytes, images)
         parsed.request()  # the settings checked here, on the driver
         return parsed
+
+    @property
+    def variant(self) -> bool:
+        """Whether the change feed's images are VARIANT (else JSON text)."""
+        return self.images == "variant" or (not self.images and variant_supported())
+
+    def partition_count(self, request: DecodeRequest) -> int:
+        """How many partitions to plan: ``partitions``, else one per ``maxPartitionBytes``
+        of the WAL from the slot's restart_lsn to the end (the last file's end when
+        there is no ``endLsn``)."""
+        if self.partitions:
+            return self.partitions
+        from .files import wal_extent
+
+        restart = slot_positions(request).restart_lsn
+        end = request.end_lsn
+        if not end:
+            extent = wal_extent(list(self.paths))
+            end = extent.end if extent is not None else restart
+        return max(1, -(-max(0, end - restart) // self.partition_bytes))
 
     def request(self, start_lsn: Optional[int] = None, end_lsn: Optional[int] = None
                 ) -> DecodeRequest:
@@ -292,7 +400,8 @@ class Options:
             end_lsn=(end_lsn if end_lsn is not None else lsn("end_lsn")) or 0,
             two_phase=a.get("two_phase"), two_phase_at=lsn("two_phase_at"),
             database=a.get("database"), snapshot_dir=a.get("snapshot_dir"),
-            plugin=a.get("plugin", "test_decoding"), options=self.plugin_options,
+            plugin=FEED_PLUGIN if self.mode == "changes" else a.get("plugin", "test_decoding"),
+            options=self.plugin_options,
             work_mem=parse_size(work_mem) if work_mem else DEFAULT_WORK_MEM,
             server_version=parse_server_version(a.get("server_version")),
             spill_dir=a.get("spill_dir"), spill_store=a.get("spill_store", "auto"),
@@ -309,14 +418,73 @@ class Options:
 
     def schema(self) -> str:
         """pg_logical_slot_peek_changes' result columns (peek_binary_changes' with
-        ``binary``)."""
+        ``binary``); the change feed's are ``FeedSpec.ddl``."""
         return "lsn STRING, xid BIGINT, data %s" % ("BINARY" if self.binary else "STRING")
+
+    def feed_spec(self) -> FeedSpec:
+        """The change feed's columns (mode ``changes``): with a table, its columns over
+        the read (a catalog directory: every version of it the read's WAL shows, one
+        header-cost pass); without, the images' type."""
+        if self.table is None:
+            return FeedSpec(None, (), self.variant)
+        from .spark_feed import table_spec
+
+        req = self.request()
+        slot = slot_positions(req)
+        from ..session import load_catalog
+
+        catalog = load_catalog(req, slot)
+
+        def records(xids: List[int]) -> Any:
+            return _history_records(self.paths, slot.restart_lsn, req.end_lsn, xids)
+
+        spec = table_spec(catalog, self.table, records)
+        return replace(spec, variant=self.variant)
+
+
+def variant_supported() -> bool:
+    """Whether the installed Spark takes VARIANT columns from Python data sources (4.3)."""
+    import pyspark
+
+    try:
+        major, minor = (int(x) for x in pyspark.__version__.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (4, 3)
+
+
+def _history_records(paths: Sequence[str], restart: int, end: int, xids: List[int]
+                     ) -> Iterator[Any]:
+    """The records catalog/history.py's scan reads (transaction records and NEW_CIDs),
+    the others read at header cost; their xids go to ``xids``' least."""
+    from ..wal.rmgr.layouts import XLOG_HEAP2_NEW_CID
+    from ..wal.rmgr.names import RM_HEAP2_ID, RM_XACT_ID
+    from ..wal.xlogreader import XLogReader
+    from .files import iter_segments
+
+    skip = bytearray(b"\x01" * (256 * 16))
+    for hi in range(16):
+        skip[(RM_XACT_ID << 4) | hi] = 0
+    skip[(RM_HEAP2_ID << 4) | (XLOG_HEAP2_NEW_CID >> 4)] = 0
+    least = [0]
+
+    def on_xid(xid: int, lsn: int) -> None:
+        if xid and (not least[0] or xid < least[0]):
+            least[0] = xid
+
+    reader = XLogReader(iter_segments(list(paths), start_lsn=restart, end_lsn=end or None),
+                        start_lsn=restart)
+    yield from reader.iter_decoding(bytes(skip), on_xid, end)
+    if least[0]:
+        xids.append(least[0])
 
 
 @dataclass(frozen=True)
 class WalPartition(InputPartition):
     """One decode: ``options``' WAL from the slot's restart_lsn, with ``start_lsn`` as the
-    confirmed_flush and ``end_lsn`` as upto_lsn when set (else the options').
+    confirmed_flush and ``end_lsn`` as upto_lsn when set (else the options'); or,
+    with ``planned``, the commit range of a parallel read (spark_plan.py); ``spec`` is
+    the change feed's (mode ``changes``).
 
     ``end_lsn`` is set for a stream's micro-batch only; the decode's commit log is then
     the one of when the WAL ended there, not the one of all the WAL in the directory.
@@ -325,16 +493,29 @@ class WalPartition(InputPartition):
     options: Options
     start_lsn: Optional[int] = None
     end_lsn: Optional[int] = None
+    planned: Optional[PlannedPartition] = None
+    spec: Optional[FeedSpec] = None
+
+    def request(self) -> DecodeRequest:
+        """The partition's decode (its plugin still a name: see ``_read``)."""
+        base = self.options.request(self.start_lsn, self.end_lsn)
+        return base if self.planned is None else self.planned.request(base)
 
 
 def _read(partition: WalPartition) -> Iterator[Any]:
     """pg_logical_slot_get_changes_guts for one partition: Arrow batches of its rows."""
+    if partition.options.mode == "changes":
+        return _read_changes(partition)
+    return _read_text(partition)
+
+
+def _read_text(partition: WalPartition) -> Iterator[Any]:
     import pyarrow as pa
 
     from ..logical.logical import OUTPUT_PLUGIN_TEXTUAL_OUTPUT
 
     opts = partition.options
-    session = DecodeSession(opts.request(partition.start_lsn, partition.end_lsn))
+    session = DecodeSession(partition.request())
     lsns: List[int] = []
     xids: List[int] = []
     datas: List[bytes] = []
@@ -348,12 +529,16 @@ def _read(partition: WalPartition) -> Iterator[Any]:
         put_data(data)
 
     def batch() -> Any:
-        data: Sequence[Any] = datas
+        data = pa.array(datas, pa.binary())
         if not opts.binary:
-            data = [d.decode("utf-8", "backslashreplace") for d in datas]
+            try:  # one C pass when every row is UTF-8 (the common case)
+                data = data.cast(pa.string())
+            except (pa.ArrowInvalid, UnicodeDecodeError):
+                data = pa.array([d.decode("utf-8", "backslashreplace") for d in datas],
+                                pa.string())
         out = pa.RecordBatch.from_arrays(
-            [pa.array([format_lsn(lsn) for lsn in lsns], pa.string()),
-             pa.array(xids, pa.int64()), pa.array(data, data_type)], schema=schema)
+            [pa.array(["%X/%X" % (lsn >> 32, lsn & 0xFFFFFFFF) for lsn in lsns], pa.string()),
+             pa.array(xids, pa.int64()), data], schema=schema)
         del lsns[:], xids[:], datas[:]
         return out
 
@@ -372,6 +557,104 @@ def _read(partition: WalPartition) -> Iterator[Any]:
                 yield batch()
         if lsns:
             yield batch()
+
+
+def feed_struct(spec: FeedSpec) -> StructType:
+    """The change feed's Spark schema."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        DataType,
+        DateType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+        StructField,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    from .spark_feed import FEED_COLUMNS, TRAILING
+
+    simple: Dict[str, DataType] = {
+        "short": ShortType(), "int": IntegerType(), "long": LongType(),
+        "float": FloatType(), "double": DoubleType(), "bool": BooleanType(),
+        "string": StringType(), "binary": BinaryType(), "date": DateType(),
+        "timestamp_ntz": TimestampNTZType(), "timestamp": TimestampType()}
+
+    def of(kind: str) -> DataType:
+        if kind.startswith("decimal:"):
+            _, p, sc = kind.split(":")
+            return DecimalType(int(p), int(sc))
+        if kind.startswith("array:"):
+            return ArrayType(of(kind[6:]), True)
+        return simple[kind]
+
+    meta = {"STRING": StringType(), "BIGINT": LongType(), "TIMESTAMP": TimestampType(),
+            "ARRAY<STRING>": ArrayType(StringType(), True)}
+    fields = [StructField(n, meta[t], n not in ("_change_type", "_commit_version",
+                                                 "_change_ordinal", "_lsn", "_xid"))
+              for n, t in FEED_COLUMNS]
+    if spec.table is not None:
+        fields += [StructField(n, of(k), True) for n, k in spec.columns]
+    else:
+        if spec.variant:
+            from pyspark.sql.types import VariantType
+
+            image: DataType = VariantType()
+        else:
+            image = StringType()
+        fields += [StructField("_before", image, True), StructField("_after", image, True)]
+    fields += [StructField(n, meta[t], False) for n, t in TRAILING]
+    return StructType(fields)
+
+
+def _arrow_schema(struct: StructType) -> Any:
+    """The Arrow schema Spark expects of a Python data source's batches of ``struct``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(struct, timezone="UTC")
+    except TypeError:  # pragma: no cover - Spark 4.0's signature
+        return to_arrow_schema(struct)
+
+
+def _read_changes(partition: WalPartition) -> Iterator[Any]:
+    """The change feed of one partition (spark_feed.py ``FeedPlugin``)."""
+    import pyarrow as pa
+
+    from .spark_feed import FeedPlugin
+
+    opts = partition.options
+    spec = partition.spec if partition.spec is not None else FeedSpec(None, (), opts.variant)
+    request = partition.request()
+    plugin = FeedPlugin(spec, request.settings)
+    schema = _arrow_schema(feed_struct(spec))
+    types = [f.type for f in schema]
+    session = DecodeSession(replace(request, plugin=plugin))
+    limit = opts.batch_rows
+
+    def batch() -> Any:
+        cols = plugin.take_rows()
+        return pa.RecordBatch.from_arrays(
+            [pa.array(c, t) for c, t in zip(cols, types)], schema=schema)
+
+    with session:
+        session.set_sink(_no_rows)
+        for _ in session.steps():
+            if plugin.pending >= limit:
+                yield batch()
+        if plugin.pending:
+            yield batch()
+
+
+def _no_rows(lsn: int, xid: int, data: bytes) -> None:
+    return None
 
 
 def _ignore_xid(xid: int, lsn: int) -> None:
@@ -413,19 +696,65 @@ def _scan_end(paths: List[str], from_lsn: int) -> int:
 
 
 class PglogicalReader(DataSourceReader):
-    """The batch reader: one partition, the whole decode (see ``PglogicalDataSource``)."""
+    """The batch reader: the read's commit ranges (see ``PglogicalDataSource``)."""
 
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, spec: Optional[FeedSpec] = None) -> None:
         self.options = options
+        self.spec = spec
+        self.plan: Optional[ReadPlan] = None
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One partition: the whole decode (Partitioning, in ``PglogicalDataSource``)."""
-        return [WalPartition(self.options)]
+        """The plan (spark_plan.py ``plan_read``), made here on the driver once per
+        read (``cached_plan``: not again for the next action on the same DataFrame):
+        consecutive commit ranges, each one partition."""
+        opts = self.options
+        plan = self.plan = cached_plan(opts)
+        return [WalPartition(opts, planned=p, spec=self.spec) for p in plan.partitions]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """The partition's rows, as Arrow record batches (on the executor)."""
         assert isinstance(partition, WalPartition)
         return _read(partition)
+
+
+#: plans made in this process, newest last: (options, WAL files' stat) -> plan
+_PLANS: Dict[Any, ReadPlan] = {}
+_PLANS_KEPT = 8
+
+
+def cached_plan(opts: Options) -> ReadPlan:
+    """The read's plan, made once per (options, the WAL files' names, sizes and
+    modification times): Spark plans a Python data source's read again for every
+    action, in the driver's Python worker (reused between actions), and the plan costs
+    a header-cost pass over the read's WAL.  A file added or rewritten makes a new
+    plan."""
+    key = (opts, _wal_stat(opts.paths))
+    plan = _PLANS.pop(key, None)
+    if plan is None:
+        request = opts.request()
+        plan = plan_read(request, opts.partition_count(request))
+    _PLANS[key] = plan
+    while len(_PLANS) > _PLANS_KEPT:
+        del _PLANS[next(iter(_PLANS))]
+    return plan
+
+
+def _wal_stat(paths: Sequence[str]) -> Tuple[Tuple[str, int, int], ...]:
+    out: List[Tuple[str, int, int]] = []
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                with os.scandir(path) as it:
+                    for e in it:
+                        if e.is_file():
+                            st = e.stat()
+                            out.append((e.path, st.st_size, st.st_mtime_ns))
+            else:
+                st = os.stat(path)
+                out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, -1))  # the plan's own read reports what is wrong
+    return tuple(sorted(out))
 
 
 def _offset(lsn: int) -> Dict[str, Any]:
@@ -447,8 +776,9 @@ class PglogicalStreamReader(DataSourceStreamReader):
     reads only the WAL added since.
     """
 
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, spec: Optional[FeedSpec] = None) -> None:
         self.options = options
+        self.spec = spec
         self._scanned: Optional[int] = None
 
     def _start(self) -> int:
@@ -484,7 +814,7 @@ class PglogicalStreamReader(DataSourceStreamReader):
         lo, hi = _offset_lsn(start), _offset_lsn(end)
         if hi <= lo:
             return []
-        return [WalPartition(self.options, start_lsn=lo, end_lsn=hi)]
+        return [WalPartition(self.options, start_lsn=lo, end_lsn=hi, spec=self.spec)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """The micro-batch's rows, as Arrow record batches (stateless: see NOTES)."""
@@ -498,9 +828,12 @@ class PglogicalStreamReader(DataSourceStreamReader):
 
 class PglogicalDataSource(DataSource):
     """``spark.read.format("pglogical")``: the changes test_decoding (or another plugin)
-    gives for captured WAL, as ``pg_logical_slot_peek_changes`` returns them.
+    gives for captured WAL, as ``pg_logical_slot_peek_changes`` returns them, or the
+    typed change feed (``mode`` ``changes``).  docs/spark.md lists the options with
+    examples.
 
-    Register it with ``spark.dataSource.register(PglogicalDataSource)``.
+    Spark 4 finds it by name (the ``pyspark_pglogical`` module); or register it with
+    ``spark.dataSource.register(PglogicalDataSource)``.
 
     .. versionadded:: 0.1.0
 
@@ -518,6 +851,19 @@ class PglogicalDataSource(DataSource):
     restartLsn, startLsn, endLsn : str
         ``X/X``: where reading starts; the confirmed_flush (commits before it are not
         output; a stream's first offset); ``upto_lsn`` (default: the end of valid WAL).
+    mode : str
+        ``text`` (default): ``lsn STRING, xid BIGINT, data STRING``; ``changes``: the
+        change feed (``_change_type``, ``_commit_version``, ... spark_feed.py).
+    table : str
+        ``schema.name``: the change feed of that table, its columns typed.
+    images : str
+        The change feed's ``_before`` / ``_after`` without a table: ``variant`` (the
+        default on Spark 4.3+) or ``json`` (the default before).
+    partitions : int
+        How many commit ranges to cut the read into (default: one per
+        ``maxPartitionBytes``, 32MB, of WAL).
+    maxPartitionBytes : str
+        WAL per partition when ``partitions`` is not given.
     option.<name> : str
         An output plugin option, e.g. ``option.include-xids`` = ``0``,
         ``option.skip-empty-xacts`` = ``1``, ``option.include-timestamp`` = ``1``; an empty
@@ -525,7 +871,7 @@ class PglogicalDataSource(DataSource):
     binary : bool
         ``data`` is BINARY (``pg_logical_slot_peek_binary_changes``); default false.
     plugin : str
-        ``test_decoding`` (default) or ``module:Class``.
+        ``test_decoding`` (default) or ``module:Class`` (read in one partition).
     catalogRedo, snapshotDir, twoPhase, twoPhaseAt, database, workMem, serverVersion,
     spillDir, spillStore, eviction, debugLogicalReplicationStreaming : str
         As ``pglogical-py decode``'s ``--catalog-redo``, ``--snapshot-dir``, ... flags.
@@ -536,24 +882,15 @@ class PglogicalDataSource(DataSource):
 
     Partitioning
     ------------
-    One partition per read (and per micro-batch).  Logical decoding is sequential:
-    what a record means depends on the snapshot builder's and the reorder buffer's
-    state, built from every record since the slot's restart_lsn (transactions run
-    across segments, and a commit replays changes written anywhere before it), and
-    PostgreSQL decodes a slot in one backend.  Cutting the WAL into segment ranges is
-    therefore not correct.  What is correct is cutting the *commits*: ranges
-    ``[c_i, c_i+1)`` of confirmed_flush, each decoded from restart_lsn with
-    ``startLsn = c_i`` and ``endLsn = c_i+1`` -- the micro-batches of a stream are
-    exactly that.  In one read it would only spread the output plugin's work: every
-    partition still reads (and queues and forgets) all the WAL before its range, so k
-    partitions cost about k/2 times the WAL reading of one; and with streaming of
-    in-progress transactions or two-phase decoding the rows of such ranges are those of
-    consecutive ``get_changes`` calls, not those of one peek.  So it is left to streams
-    and to users who choose the ranges themselves (``startLsn`` / ``endLsn``).
+    A read is cut into consecutive commit ranges (adapters/spark_plan.py), each
+    decoded by one task from the first record of the oldest transaction it outputs,
+    with the snapshot builder serialized there by the plan; the partitions in order
+    give the sequential decode's rows.  Streamed in-progress transactions, two-phase
+    decoding, catalog redo and other plugins keep one partition; a micro-batch is one
+    partition.
 
     Examples
     --------
-    >>> spark.dataSource.register(PglogicalDataSource)  # doctest: +SKIP
     >>> (spark.read.format("pglogical").option("catalog", "catalog.json.gz")
     ...  .option("slotState", "state").load("pg_wal").show())  # doctest: +SKIP
     """
@@ -561,6 +898,7 @@ class PglogicalDataSource(DataSource):
     def __init__(self, options: Dict[str, str]) -> None:
         super().__init__(options)
         self._parsed: Optional[Options] = None
+        self._spec: Optional[FeedSpec] = None
 
     @classmethod
     def name(cls) -> str:
@@ -573,14 +911,96 @@ class PglogicalDataSource(DataSource):
             self._parsed = Options.parse(self.options)
         return self._parsed
 
-    def schema(self) -> str:
-        """``lsn STRING, xid BIGINT, data STRING`` (``data BINARY`` with ``binary``)."""
+    def spec(self) -> Optional[FeedSpec]:
+        """The change feed's columns (mode ``changes``; made once, on the driver, and
+        pickled with the data source to the reader)."""
+        opts = self.parsed()
+        if opts.mode != "changes":
+            return None
+        if self._spec is None:
+            self._spec = opts.feed_spec()
+        return self._spec
+
+    def schema(self) -> Any:
+        """``lsn STRING, xid BIGINT, data STRING`` (``data BINARY`` with ``binary``), or
+        the change feed's columns (docs/spark.md)."""
+        spec = self.spec()
+        if spec is not None:
+            return feed_struct(spec)
         return self.parsed().schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """The batch reader: one peek."""
-        return PglogicalReader(self.parsed())
+        """The batch reader: one peek, cut into commit ranges."""
+        return PglogicalReader(self.parsed(), self.spec())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The micro-batch reader: successive get_changes calls."""
-        return PglogicalStreamReader(self.parsed())
+        return PglogicalStreamReader(self.parsed(), self.spec())
+
+
+# -- writing and applying the change feed ---------------------------------------------
+
+def write_feed(feed: Any, path: str, mode: str = "append") -> None:
+    """Write a change feed (``mode`` ``changes``) as Parquet under ``path``, partitioned
+    by table: ``path/_schema=<schema>/_table=<name>/part-*.parquet`` (Spark's
+    ``partitionBy``); ``mode`` is the DataFrameWriter's (``append``, ``overwrite``,
+    ...).  Rows keep their ``_commit_version`` / ``_change_ordinal``: reading the
+    directory back and ordering by them gives the commit order again."""
+    feed.write.mode(mode).partitionBy("_schema", "_table").parquet(path)
+
+
+def apply_changes(feed: Any, keys: Sequence[str]) -> Any:
+    """The table a one-table change feed leaves behind: for each key, its latest row in
+    commit order (``_commit_version``, ``_change_ordinal``), kept unless that row
+    removed the key -- a ``delete``, or the ``update_preimage`` of an UPDATE that
+    changed the key (its postimage carries the new key); rows before the last
+    ``truncate`` do not count.  A value named in a row's ``_unchanged_toast`` is the
+    key's latest earlier value of that column (PostgreSQL did not log it again).
+    Returns the table's own columns; runs one small job first (where the last
+    truncate is, which columns are ever unchanged TOAST).
+
+    Not carried: an unchanged TOAST value across a key change under REPLICA IDENTITY
+    DEFAULT / USING INDEX (the old key's row is the only place it was logged; the new
+    key's value stays null, named in ``_unchanged_toast``) -- docs/spark.md."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from .spark_feed import FEED_COLUMNS, TRAILING
+
+    meta = {n for n, _t in FEED_COLUMNS + TRAILING}
+    data = [c for c in feed.columns if c not in meta]
+    n = "_n"  # a helper column, named unlike any of the table's (which are ``data``)
+    while n in data:
+        n = "_" + n
+    order = [F.col("_commit_version"), F.col("_change_ordinal")]
+    # one small job: the last truncate, and the columns some row names as unchanged
+    # TOAST (only those are carried, each a window function over the key's history)
+    stats = feed.agg(
+        F.max(F.when(F.col("_change_type") == "truncate", F.struct(*order))).alias("t"),
+        F.array_distinct(F.flatten(F.collect_set("_unchanged_toast"))).alias("toast"),
+    ).collect()[0]
+    rows = feed.where(F.col("_change_type") != "truncate")
+    if stats["t"] is not None:
+        version, ordinal = stats["t"]
+        rows = rows.where((F.col("_commit_version") > version)
+                          | ((F.col("_commit_version") == version)
+                             & (F.col("_change_ordinal") > ordinal)))
+    toasted = set(stats["toast"] or ())
+    by_key = [F.col(_quoted(k)) for k in keys]
+    history = Window.partitionBy(*by_key).orderBy(*order).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    for c in data:
+        if c in keys or c not in toasted:
+            continue
+        # the latest value logged for the key, null included (a struct is never null)
+        logged = F.when(~F.array_contains(F.col("_unchanged_toast"), c),
+                        F.struct(F.col(_quoted(c)).alias("v")))
+        rows = rows.withColumn(c, F.last(logged, ignorenulls=True).over(history)["v"])
+    latest = Window.partitionBy(*by_key).orderBy(*[c.desc() for c in order])
+    return (rows.withColumn(n, F.row_number().over(latest)).where(F.col(n) == 1)
+            .where(F.col("_change_type").isin("insert", "update_postimage"))
+            .select(*[F.col(_quoted(c)) for c in data]))
+
+
+def _quoted(name: str) -> str:
+    return "`%s`" % name.replace("`", "``")

@@ -1331,6 +1331,15 @@ class PhysicalCatalog:
             return 0
         return 0 if self.clog.did_commit(xmax) else 1
 
+    def catalog_file(self, name: str) -> Tuple[int, int, int]:
+        """(tablespace, database, file number) of the system catalog ``name``
+        (``pg_type``, ``pg_namespace``, ...) as this copy reads it; database 0 for a
+        shared catalog."""
+        heap = self._heaps.get(name)
+        if heap is None:
+            raise self._error(f"no system catalog {name} in the catalog copy")
+        return heap.locator
+
     def system_relid_by_filenode(self, spc: int, db: int, relnode: int,
                                  snapshot: HistoricSnapshot) -> Optional[int]:
         """RelidByRelfilenumber under ``snapshot`` when the answer is a system catalog

@@ -311,7 +311,10 @@ class LogicalDecodingContext:
             server_version_num=_server_version_num(server_version_num, major, catalog),
         )
         if two_phase_at is None:
-            two_phase_at = start_lsn
+            # CreateDecodingContext: a slot that starts decoding prepared transactions
+            # now has them decoded from here; one that does not keeps InvalidXLogRecPtr
+            # (what SnapBuildSerialize writes)
+            two_phase_at = start_lsn if two_phase else 0
         self.snapshot_builder = SnapBuild(
             self.reorder, start_decoding_at=start_lsn, two_phase_at=two_phase_at,
             snapshots=snapshots,

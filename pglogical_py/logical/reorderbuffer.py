@@ -737,6 +737,12 @@ class ReorderBuffer:
         if txn.toptxn is not None:
             txn.toptxn.txn_flags |= RBTXN_HAS_CATALOG_CHANGES
 
+    def catalog_change_xids(self) -> List[int]:
+        """ReorderBufferGetCatalogChangesXacts: the xids of every transaction (top-level
+        or sub) known to have changed the catalog, sorted by value (xidComparator)."""
+        return sorted(xid for xid, txn in self.by_txn.items()
+                      if txn.txn_flags & RBTXN_HAS_CATALOG_CHANGES)
+
     def xid_has_catalog_changes(self, xid: int) -> bool:
         """ReorderBufferXidHasCatalogChanges."""
         txn = self.txn_by_xid(xid, False)

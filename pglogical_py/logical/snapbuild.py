@@ -72,18 +72,31 @@ NOTES
     the command ids and tuple cids; a catalog-modifying commit builds a new snapshot
     and distributes it to the running transactions.
 
+    Serialization (SnapBuildSerialize).  At a running_xacts record (and a
+    serialization point) a consistent builder writes its state to
+    ``pg_logical/snapshots/<lsn>.snap`` before it moves ``xmin`` on; ``serialize(lsn)``
+    gives those bytes exactly as PostgreSQL writes them (the in-memory struct SnapBuild
+    with its pointers zeroed, the committed xids in the order they were added -- the
+    array is only sorted into the snapshots built from it -- and from 16 the xids of
+    the transactions the reorder buffer knows to have changed the catalog, sorted),
+    including the array's allocated capacity ``committed_space`` (128, grown to
+    ``2n + 1`` when full, ``n`` after a restore of ``n`` xids).
+    ``restore_state`` is the converse for a decode that starts at that very record
+    with the builder such a file describes (adapters/spark_plan.py: a partition of a
+    parallel read), where PostgreSQL can only restore at running_xacts records.
+
 INVARIANTS
-    * ``committed_xids`` is kept sorted (by raw uint32 value) and unique.
+    * ``committed_xids`` holds unique xids in the order they were added (PostgreSQL's
+      ``committed.xip``); snapshots get them sorted.
     * ``start_decoding_at`` never retreats.
     * The state only moves forward along ``TRANSITIONS`` (else SnapshotBuildError).
 """
 
 from __future__ import annotations
 
-import bisect
 import struct
 from enum import IntEnum
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import SnapshotBuildError
 from ..lsn import InvalidTransactionId, format_lsn, xid_follows, xid_precedes
@@ -192,13 +205,18 @@ SNAPBUILD_ONDISK_NOT_CHECKSUMMED_SIZE = 8
 #: at as possibly catalog-modifying (InitialRunningXacts).
 SIZEOF_SNAPBUILD = {4: 112, 5: 128, 6: 128}
 SUPPORTED_SNAPBUILD_VERSIONS = tuple(SIZEOF_SNAPBUILD)
+#: SNAPBUILD_VERSION of each major
+SNAPBUILD_VERSION = {15: 4, 16: 5, 17: 6, 18: 6}
+#: the committed xids array's first allocation (AllocateSnapshotBuilder: "arbitrary number")
+COMMITTED_SPACE = 128
 
 
 class SerializedSnapshot:
     """A ``.snap`` file read back (SnapBuildRestoreSnapshot)."""
 
     __slots__ = ("version", "state", "xmin", "xmax", "start_decoding_at", "two_phase_at",
-                 "next_phase_at", "committed", "catchange")
+                 "next_phase_at", "committed", "catchange", "last_serialized_snapshot",
+                 "committed_space", "includes_all_transactions")
 
     def __init__(
         self,
@@ -211,6 +229,9 @@ class SerializedSnapshot:
         next_phase_at: int,
         committed: Tuple[int, ...],
         catchange: Tuple[int, ...],
+        last_serialized_snapshot: int = 0,
+        committed_space: int = COMMITTED_SPACE,
+        includes_all_transactions: bool = False,
     ) -> None:
         self.version = version
         self.state = state
@@ -221,6 +242,9 @@ class SerializedSnapshot:
         self.next_phase_at = next_phase_at
         self.committed = committed
         self.catchange = catchange
+        self.last_serialized_snapshot = last_serialized_snapshot
+        self.committed_space = committed_space
+        self.includes_all_transactions = includes_all_transactions
 
 
 _ondisk_head = struct.Struct("<IIII")
@@ -249,7 +273,7 @@ def read_serialized_snapshot(data: bytes, name: str = "?") -> SerializedSnapshot
         raise SnapshotBuildError(f"checksum mismatch for {what}: is {computed}, should be "
                                  f"{checksum}")
     (state, _ctx, xmin, xmax, start_decoding_at, two_phase_at, _horizon, _full, _in_create,
-     _snap, _last_ser, _reorder, next_phase_at, xcnt, _xcnt_space, _all,
+     _snap, last_ser, _reorder, next_phase_at, xcnt, xcnt_space, includes_all,
      _xip) = _builder_fields.unpack_from(data, SNAPBUILD_ONDISK_CONSTANT_SIZE)
     catchange_xcnt = 0
     if size >= 128:
@@ -262,12 +286,26 @@ def read_serialized_snapshot(data: bytes, name: str = "?") -> SerializedSnapshot
     committed = struct.unpack_from(f"<{xcnt}I", data, off)
     catchange = struct.unpack_from(f"<{catchange_xcnt}I", data, off + 4 * xcnt)
     return SerializedSnapshot(version, state, xmin, xmax, start_decoding_at, two_phase_at,
-                              next_phase_at, tuple(committed), tuple(catchange))
+                              next_phase_at, tuple(committed), tuple(catchange), last_ser,
+                              xcnt_space, includes_all)
 
 
 def snapshot_file_name(lsn: int) -> str:
     """The file name SnapBuildSerialize uses: ``%X-%X.snap``."""
     return f"{lsn >> 32:X}-{lsn & 0xFFFFFFFF:X}.snap"
+
+
+class BuilderState(NamedTuple):
+    """A snapshot builder to start a decode with at ``lsn`` (``SnapBuild.restore_state``):
+    ``data`` the ``.snap`` bytes ``serialize(lsn)`` made there, ``catchange`` the
+    catalog-changing xids of the transactions running there, ``snapshot`` the
+    builder's current snapshot as (xmin, xmax, xip) or None.  Picklable (Spark ships
+    it to executors)."""
+
+    lsn: int
+    data: bytes
+    catchange: Tuple[int, ...]
+    snapshot: Optional[Tuple[int, int, Tuple[int, ...]]]
 
 
 # ----------------------------------------------------------------------------------
@@ -314,8 +352,10 @@ class SnapBuild:
         self.last_serialized_snapshot = 0
         #: xid at which the next phase of initial snapshot building happens
         self.next_phase_at = InvalidTransactionId
-        #: committed catalog-modifying xids in [xmin, xmax), sorted
+        #: committed catalog-modifying xids in [xmin, xmax), in the order added
         self.committed_xids: List[int] = []
+        #: committed.xcnt_space: the array's allocated capacity (serialized)
+        self.committed_space = COMMITTED_SPACE
         self.committed_includes_all_transactions = True
         #: catalog-modifying xids running when the restored snapshot was serialized
         self.catchange_xids: FrozenSet[int] = frozenset()
@@ -354,8 +394,9 @@ class SnapBuild:
     # -- snapshots -----------------------------------------------------------------
 
     def build_snapshot(self) -> Snapshot:
-        """SnapBuildBuildSnapshot (reduced: the fields the catalog will need)."""
-        return Snapshot(self.xmin, self.xmax, tuple(self.committed_xids))
+        """SnapBuildBuildSnapshot (reduced: the fields the catalog will need; the
+        committed xids sorted, as its qsort)."""
+        return Snapshot(self.xmin, self.xmax, tuple(sorted(self.committed_xids)))
 
     def get_or_build_snapshot(self) -> Snapshot:
         """SnapBuildGetOrBuildSnapshot."""
@@ -422,11 +463,11 @@ class SnapBuild:
     # -- committed xids ------------------------------------------------------------
 
     def _add_committed_txn(self, xid: int) -> None:
-        """SnapBuildAddCommittedTxn (kept sorted)."""
+        """SnapBuildAddCommittedTxn: appended (the array grows to ``2n + 1`` when full)."""
         xids = self.committed_xids
-        i = bisect.bisect_left(xids, xid)
-        if i == len(xids) or xids[i] != xid:
-            xids.insert(i, xid)
+        if len(xids) == self.committed_space:
+            self.committed_space = self.committed_space * 2 + 1
+        xids.append(xid)
 
     def _purge_older_txn(self) -> None:
         """SnapBuildPurgeOlderTxn: forget committed / catchange xids below xmin."""
@@ -613,7 +654,10 @@ class SnapBuild:
         self.xmin = ondisk.xmin
         self.xmax = ondisk.xmax
         self._set_state(SnapBuildState.CONSISTENT, lsn)
-        self.committed_xids = sorted(set(ondisk.committed))
+        # "We only allocated/stored xcnt, not xcnt_space xids!"
+        self.committed_xids = list(ondisk.committed)
+        if self.committed_xids:
+            self.committed_space = len(self.committed_xids)
         if ondisk.version <= 4:
             self.catchange_xids = frozenset(running.xids if running is not None else ())
         else:
@@ -622,6 +666,82 @@ class SnapBuild:
         self.reorder.current_restart_decoding_lsn = lsn
         self.restored_from = lsn
         return True
+
+    # -- serialized state (SnapBuildSerialize / a partition's start) -----------------
+
+    def serialize(self, lsn: int) -> bytes:
+        """The ``<lsn>.snap`` file SnapBuildSerialize writes for this builder now (call
+        it where PostgreSQL does: at a running_xacts record or a serialization point,
+        before the record moves anything; a builder that is not consistent writes
+        nothing there, but the bytes are made all the same).
+
+        The on-disk struct is the in-memory SnapBuild with its pointers zeroed (its
+        padding is zero: the builder is palloc0'd), ``last_serialized_snapshot`` the
+        previous serialization point, ``catchange.xcnt`` the count that follows; then
+        the committed xids as the builder holds them and, from version 5 (16), the
+        xids the reorder buffer knows to have changed the catalog
+        (ReorderBufferGetCatalogChangesXacts: sorted by value).  The CRC-32C covers
+        everything after the checksum field.
+        """
+        from ..wal.crc32c import crc32c
+
+        major = int(getattr(self.reorder, "major", 15) or 15)
+        version = SNAPBUILD_VERSION.get(major, 6)
+        size = SIZEOF_SNAPBUILD[version]
+        committed = self.committed_xids
+        catchange = self.reorder.catalog_change_xids() if version >= 5 else []
+        body = bytearray(size)
+        _builder_fields.pack_into(
+            body, 0, int(self.state), 0, self.xmin, self.xmax, self.start_decoding_at,
+            self.two_phase_at, self.initial_xmin_horizon, self.building_full_snapshot,
+            self.in_create, 0, self.last_serialized_snapshot, 0, self.next_phase_at,
+            len(committed), self.committed_space, self.committed_includes_all_transactions, 0)
+        if version >= 5:
+            _catchange_fields.pack_into(body, 112, len(catchange), 0)
+        xids = struct.pack(f"<{len(committed)}I", *committed)
+        xids += struct.pack(f"<{len(catchange)}I", *catchange)
+        length = SNAPBUILD_ONDISK_CONSTANT_SIZE + size + len(xids)
+        rest = struct.pack("<II", version, length) + bytes(body) + xids
+        return struct.pack("<II", SNAPBUILD_MAGIC, crc32c(rest)) + rest
+
+    def state_at(self, lsn: int) -> BuilderState:
+        """This builder as ``restore_state`` takes it, for a decode starting at ``lsn``
+        (the record about to be read)."""
+        snap = self.snapshot
+        return BuilderState(lsn, self.serialize(lsn), tuple(self.reorder.catalog_change_xids()),
+                            None if snap is None else (snap.xmin, snap.xmax, tuple(snap.xip)))
+
+    def restore_state(self, data: bytes, lsn: int, *,
+                      catchange: Optional[Sequence[int]] = None,
+                      snapshot: Optional[Tuple[int, int, Tuple[int, ...]]] = None) -> None:
+        """Become the builder ``serialize(lsn)`` described, before reading the record
+        at ``lsn`` (not necessarily a running_xacts record): state, xmin, xmax,
+        next_phase_at, the committed xids in their order and the array's capacity,
+        includes_all_transactions, last_serialized_snapshot and the catalog-changing
+        xids of the transactions running there (``catchange``: the file's, or given
+        -- a version-4 file has none), and ``snapshot`` -- the builder's current
+        snapshot as (xmin, xmax, xip), which is built when needed and so can lag
+        behind the fields (None: none built yet).  ``start_decoding_at`` and
+        ``two_phase_at`` stay the decode's own (its slot's).
+
+        Unlike SnapBuildRestore (a restart: the builder's snapshot rebuilt from the
+        fields, and the running_xacts record at ``lsn`` not applied), the decode goes
+        on exactly as the one that wrote the state would have from ``lsn``.
+        """
+        ondisk = read_serialized_snapshot(data, snapshot_file_name(lsn))
+        self.state = SnapBuildState(ondisk.state)
+        self.xmin = ondisk.xmin
+        self.xmax = ondisk.xmax
+        self.next_phase_at = ondisk.next_phase_at
+        self.committed_xids = list(ondisk.committed)
+        self.committed_space = ondisk.committed_space
+        self.committed_includes_all_transactions = ondisk.includes_all_transactions
+        self.last_serialized_snapshot = ondisk.last_serialized_snapshot
+        self.catchange_xids = frozenset(ondisk.catchange if catchange is None else catchange)
+        self.snapshot = None if snapshot is None else Snapshot(snapshot[0], snapshot[1],
+                                                               tuple(snapshot[2]))
+        self.reorder.current_restart_decoding_lsn = lsn
+        self.restored_from = lsn
 
     def __repr__(self) -> str:
         return (f"SnapBuild({self.state.name}, xmin={self.xmin}, xmax={self.xmax}, "
@@ -637,6 +757,7 @@ def _xid_advance(xid: int) -> int:
 
 
 __all__ = [
+    "BuilderState",
     "RunningXacts",
     "SerializedSnapshot",
     "SnapBuild",

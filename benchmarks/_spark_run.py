@@ -1,0 +1,110 @@
+"""One timed Spark read of a workload, for benchmarks/bench_spark.py (a process of its own).
+
+    python benchmarks/_spark_run.py MASTER WAL CATALOG RESTART START END PARTITIONS MODE
+
+Starts a SparkSession on MASTER (``local[N]`` or ``spark://...``), warms its Python
+workers up on a small read, then times ``spark.read.format("pglogical")...`` written to
+Spark's ``noop`` sink (every row made, nothing kept): the plan (on the driver) and every
+task included.  Then, untimed, checks the rows (count, ``table ...`` rows in text mode,
+row changes in the feed) and reads the stage's task metrics from the driver's REST API.
+Prints one JSON line: wall, plan seconds, tasks ((duration, executor run time) ms),
+partitions, rows, changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _tasks(spark: Any, group: str) -> List[List[float]]:
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    url = sc.uiWebUrl
+    app = sc.applicationId
+    out: List[List[float]] = []
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else []:
+            sinfo = tracker.getStageInfo(stage)
+            attempt = sinfo.currentAttemptId if sinfo else 0
+            with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages/{stage}/"
+                                        f"{attempt}/taskList?length=100000") as r:
+                for t in json.load(r):
+                    m = t.get("taskMetrics") or {}
+                    out.append([float(t.get("duration") or 0),
+                                float(m.get("executorRunTime") or 0)])
+    return out
+
+
+def main() -> None:
+    master, wal, catalog, restart, start, end, parts, mode = sys.argv[1:9]
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    builder = (SparkSession.builder.master(master).appName("bench_spark")
+               .config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"]))
+    if master.startswith("spark://"):
+        builder = builder.config("spark.executor.cores", "1").config("spark.cores.max", "2")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    warm = os.path.join(ROOT, "fixtures", "pg15", "basic")
+    (spark.read.format("pglogical").option("catalog", warm + "/catalog.json.gz")
+     .option("slotState", warm + "/slot.state").option("partitions", parts).load(warm + "/wal")
+     .write.format("noop").mode("overwrite").save())
+
+    def read() -> Any:
+        r = (spark.read.format("pglogical").option("catalog", catalog)
+             .option("restartLsn", restart).option("startLsn", start).option("endLsn", end)
+             .option("partitions", parts))
+        if mode != "text":
+            r = r.option("mode", "changes")
+        return r.load(wal)
+
+    from pglogical_py.adapters.spark import Options
+    from pglogical_py.adapters.spark_plan import plan_read
+
+    opts = Options.parse({"path": wal, "catalog": catalog, "restartlsn": restart,
+                          "startlsn": start, "endlsn": end, "partitions": parts,
+                          **({"mode": "changes"} if mode != "text" else {})})
+    t = time.perf_counter()
+    plan = plan_read(opts.request(), int(parts))
+    plan_s = time.perf_counter() - t
+
+    spark.sparkContext.setJobGroup("timed", "the timed read")
+    t = time.perf_counter()
+    df = read()
+    df.write.format("noop").mode("overwrite").save()
+    wall = time.perf_counter() - t
+    tasks = _tasks(spark, "timed")
+    spark.sparkContext.setJobGroup("check", "untimed checks")
+    df = read()
+    if mode == "text":
+        row = df.agg(F.count(F.lit(1)).alias("rows"),
+                     F.sum(F.col("data").startswith("table ").cast("long")).alias("changes")
+                     ).collect()[0]
+    else:
+        row = df.agg(F.count(F.lit(1)).alias("rows"),
+                     F.sum(F.col("_change_type").isin("insert", "update_postimage",
+                                                      "delete").cast("long")).alias("changes")
+                     ).collect()[0]
+    out: Dict[str, Any] = {"wall": wall, "plan": plan_s, "tasks": tasks,
+                           "partitions": len(plan.partitions), "rows": int(row["rows"]),
+                           "changes": int(row["changes"] or 0)}
+    spark.stop()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
