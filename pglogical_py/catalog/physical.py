@@ -228,17 +228,17 @@ UNPACK_INT_ARRAYS = True
 class TupleVersion:
     """One on-disk version of a catalog row (a heap tuple with its header)."""
 
-    __slots__ = ("catalog", "block", "offset", "header", "key", "_row", "settled")
+    __slots__ = ("catalog", "block", "offset", "header", "locator", "_row", "settled")
 
     def __init__(self, catalog: str, block: int, offset: int, header: HeapTupleHeader,
-                 key: Tuple[int, int, int, int, int]) -> None:
+                 locator: Tuple[int, int, int]) -> None:
         self.catalog = catalog
         self.block = block
         self.offset = offset
         #: HeapTupleHeaderData: t_xmin, t_xmax, t_field3 (cid), t_infomask, t_ctid ...
         self.header = header
-        #: (spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey
-        self.key = key
+        #: (spc, db, relnumber) of the heap file: one tuple shared by its versions
+        self.locator = locator
         self._row: Optional[Dict[str, Any]] = None
         #: HeapTupleSatisfiesHistoricMVCC's answer once settled (``PhysicalCatalog.
         #: _settled``): (visible, the xids it depends on), made at first use
@@ -248,6 +248,13 @@ class TupleVersion:
     def ctid(self) -> Tuple[int, int]:
         """This version's own item pointer (block, offset)."""
         return (self.block, self.offset)
+
+    @property
+    def key(self) -> Tuple[int, int, int, int, int]:
+        """(spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey (made when
+        asked for: a catalog holds hundreds of thousands of versions)."""
+        spc, db, rel = self.locator
+        return (spc, db, rel, self.block, self.offset)
 
     def __repr__(self) -> str:
         h = self.header
@@ -617,7 +624,7 @@ class PhysicalCatalog:
         pointer with storage (PageGetItem's checks of the line pointer)."""
         out: List[TupleVersion] = []
         append = out.append
-        spc, db, rel = heap.locator
+        loc = heap.locator
         name, path = heap.name, heap.path
         for blkno in range(len(data) // BLCKSZ):
             try:
@@ -637,7 +644,7 @@ class PhysicalCatalog:
                         raise CatalogError(f"corrupted line pointer {i + 1}: offset = {off}, "
                                            f"size = {length}")
                     hdr = HeapTupleHeader(raw[off:off + length], file=path)
-                    append(TupleVersion(name, blkno, i + 1, hdr, (spc, db, rel, blkno, i + 1)))
+                    append(TupleVersion(name, blkno, i + 1, hdr, loc))
             except PglogicalError as err:
                 raise self._error(f"{path} block {blkno}: {err}") from None
         return out
