@@ -26,7 +26,10 @@ NOTES
     hold for that key -- for a single-valued table the last visible row in physical
     order, as the dict built by a scan keeps it.  Every method of CatalogSnapshot runs
     unchanged on top of them; iterating a table (``relation_oids``, ``tables``,
-    ``extra``) builds it whole from ``rows_at``, as the full catalog does.
+    ``extra``) builds it whole from ``rows_at``, as the full catalog does.  A
+    relation's columns come from the user-column index (``"attrelid>0"``: attnum > 0,
+    the rows its descriptor is built from), so its system columns' versions are never
+    deformed; column defaults (``attrdef``) from pg_attrdef's versions of the relation.
 
     attmissingval.  The texts of a relation's missing values (``attmissingval_text``)
     are printed when its attributes are first looked up (``PhysicalCatalog.
