@@ -35,7 +35,7 @@ from test_spill_corpus import (  # type: ignore[import-not-found]  # noqa: E402
 )
 
 from pglogical_py.adapters.spark import Options, PglogicalStreamReader  # noqa: E402
-from pglogical_py.adapters.spark_plan import next_record  # noqa: E402
+from pglogical_py.logical.slot import read_slot_state  # noqa: E402
 from pglogical_py.lsn import format_lsn, parse_lsn  # noqa: E402
 
 #: fixtures in CI: spilled transactions (15, 18), DDL with transactions open across it
@@ -54,11 +54,15 @@ def _all_fixtures() -> List[Tuple[str, str]]:
         except OSError:
             continue
         sets = meta.get("decode", {}).get("optionsets", {})
+        state = os.path.join(wdir, "slot.state")
         if ("twophase" in name or "stream" in name or "redo" in name
-                or not os.path.isfile(os.path.join(wdir, "slot.state"))):
+                or not os.path.isfile(state)):
             continue
+        with open(state, "rb") as f:
+            if read_slot_state(f.read()).two_phase:
+                continue  # keeps the slot's restart_lsn: test_fallback_keeps_slot_restart
         for optionset in sorted(sets):
-            if "stream" not in optionset and "twophase" not in optionset:
+            if optionset.startswith("xids"):
                 out.append((name, optionset))
                 break
     return out
@@ -192,5 +196,207 @@ def test_growing_directory_exactly_once(tmp_path: Any, fixture: str, optionset: 
             limited += 1
     assert moved >= len(batches) // 2, [b[1]["batch"] for b in batches]
     total = sum(b[1]["batch"]["commits"] for b in batches)
-    if limits and total > 6:
+    span = parse_lsn(opts["endLsn"]) - parse_lsn(batches[0][0]["lsn"])
+    if total > 6 and ("maxCommitsPerTrigger" in limits or span > 4 * 96 * 1024):
         assert limited >= 2
+
+
+def test_fallback_keeps_slot_restart(tmp_path: Any) -> None:
+    """A two-phase slot keeps every batch reading from the slot's restart_lsn, says so
+    in the report (commits not counted: -1), and gives the one peek's rows."""
+    wdir = os.path.join(FIXTURES, "pg16", "twophase")
+    if not os.path.isdir(wdir):
+        pytest.skip("no fixture pg16/twophase")
+    opts = _fixture_options(wdir, "xids1_skip0", binary=True)
+    waldir = tmp_path / "wal"
+    waldir.mkdir()
+    rows, batches = _drive(opts, os.path.join(wdir, "wal"), str(waldir),
+                           limits={"maxCommitsPerTrigger": "1"}, restart_every=2)
+    _assert_same(_tsv(rows), _expected(wdir, "xids1_skip0"))
+    for start, end in batches:
+        assert end["restart_lsn"] == batches[0][0]["restart_lsn"]
+        assert end["batch"]["commits"] == -1 and not end["batch"]["limited"]
+
+
+# ------------------------------------------------------------------------------- Spark
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    with spark_session() as session:
+        yield session
+
+
+def _query(spark: Any, opts: Dict[str, str], checkpoint: str, out: Dict[int, List[Any]],
+           ends: List[Dict[str, Any]]) -> Any:
+    reader = spark.readStream.format("pglogical")
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+
+    def collect(df: Any, batch_id: int) -> None:
+        out[batch_id] = [tuple(r) for r in df.collect()]  # idempotent per batch id
+
+    query = (reader.load().writeStream.foreachBatch(collect)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert query.exception() is None
+    for p in query.recentProgress:
+        end = p["sources"][0]["endOffset"]
+        ends.append(json.loads(end) if isinstance(end, str) else end)
+    return query
+
+
+def test_spark_available_now_restarts_from_checkpoint(spark: Any, tmp_path: Any) -> None:
+    """Trigger.AvailableNow with ``maxCommitsPerTrigger``: one query per arriving
+    segment, each a restart from the checkpoint, one of them after its last batch's
+    commit was lost (Spark runs that batch again from the offsets it logged); the
+    batches' rows, one list per batch id, are the one peek's."""
+    wdir = os.path.join(FIXTURES, "pg15", "spill")
+    if not os.path.isdir(wdir):
+        pytest.skip("no fixture pg15/spill")
+    opts = _fixture_options(wdir, "xids1_skip0", binary=False)
+    waldir = tmp_path / "wal"
+    waldir.mkdir()
+    opts.update({"path": str(waldir), "maxCommitsPerTrigger": "3"})
+    checkpoint = str(tmp_path / "checkpoint")
+    out: Dict[int, List[Any]] = {}
+    ends: List[Dict[str, Any]] = []
+    segments = sorted(os.listdir(os.path.join(wdir, "wal")))
+    for i, name in enumerate(segments):
+        shutil.copy(os.path.join(wdir, "wal", name), str(waldir / name))
+        _query(spark, opts, checkpoint, out, ends)
+        if i == 0:
+            # the last batch's commit lost: the next query runs it again
+            commits = os.path.join(checkpoint, "commits")
+            last = max(os.listdir(commits), key=lambda n: int(n) if n.isdigit() else -1)
+            for name in (last, "." + last + ".crc"):
+                if os.path.exists(os.path.join(commits, name)):
+                    os.remove(os.path.join(commits, name))
+    rows = [r for k in sorted(out) for r in out[k]]
+    _assert_same(_tsv(rows), _expected(wdir, "xids1_skip0"))
+    batches = [e["batch"] for e in ends if e.get("batch")]
+    assert len(out) >= 3 and max(b["commits"] for b in batches) <= 3
+    assert any(b["limited"] for b in batches)
+    # the restart point moved on: later batches read from past the slot's restart_lsn
+    assert len({b["read_from"] for b in batches}) >= 3
+
+
+# ------------------------------------------------------------------------------- live
+
+def _copy_wal(src: Any, dst: Any) -> None:
+    """The server's WAL segments as they are now (the newest one still being written)."""
+    for name in sorted(os.listdir(src)):
+        if len(name) == 24 and all(c in "0123456789ABCDEF" for c in name):
+            shutil.copy(os.path.join(src, name), os.path.join(dst, name))
+
+
+@pytest.mark.live
+def test_live_long_and_spilled_transactions(tmp_path: Any) -> None:
+    """PostgreSQL 15: two transactions open across several batches and a transaction
+    spilled to disk (64 kB logical_decoding_work_mem) committed late; the WAL copied in
+    as the server writes it, a batch after each step, the reader replaced (a restart
+    from the checkpoint) twice.  The batches' rows are ``pg_logical_slot_peek_changes``'
+    rows; the restart point stays at the oldest open transaction's first record while it
+    is open (PostgreSQL's restart_lsn lags the same way) and moves on after its commit;
+    each batch reads at most its range plus the span of the transactions open at its
+    start."""
+    if platform.python_implementation() != "CPython":  # pragma: no cover
+        pytest.skip("live tests need psycopg (CPython)")
+    pytest.importorskip("psycopg")
+    from pglogical_py.adapters.datadir import write_datadir_subset
+    from pglogical_py.catalog.export import export_physical
+    from pglogical_py.testing.pgserver import PgServer, PgUnavailable
+
+    try:
+        srv = PgServer(15, settings={"wal_recycle": "off", "autovacuum": "off",
+                                     "logical_decoding_work_mem": "64kB"})
+    except PgUnavailable as err:
+        pytest.skip(str(err))
+    waldir = tmp_path / "wal"
+    waldir.mkdir()
+    with srv:
+        admin = srv.connect()
+        conns = [srv.connect() for _ in range(3)]
+        try:
+            admin.execute("CREATE TABLE lt (id int PRIMARY KEY, who text, v text)")
+            admin.execute("SELECT pg_create_logical_replication_slot('sp', 'test_decoding')")
+            write_datadir_subset(export_physical(admin), str(tmp_path / "cat"))
+            (tmp_path / "state").write_bytes(
+                (srv.data_dir / "pg_replslot" / "sp" / "state").read_bytes())
+            options = Options.parse({"path": str(waldir), "catalog": str(tmp_path / "cat"),
+                                     "slotstate": str(tmp_path / "state"),
+                                     "option.skip-empty-xacts": "1"})
+            long1, long2, big = conns
+            for c in conns:
+                c.autocommit = False
+            ids = iter(range(1, 10**6))
+
+            def auto(n: int) -> None:
+                for _ in range(n):
+                    admin.execute("INSERT INTO lt VALUES (%s, 'auto', 'a')", (next(ids),))
+
+            def rows_in(conn: Any, who: str, n: int, width: int = 1) -> None:
+                for _ in range(n):
+                    conn.execute("INSERT INTO lt VALUES (%s, %s, %s)",
+                                 (next(ids), who, "x" * width))
+
+            steps = [
+                lambda: (rows_in(long1, "long1", 3), auto(3)),
+                lambda: (rows_in(long2, "long2", 2), rows_in(big, "big", 1500, 200), auto(2),
+                         rows_in(long1, "long1", 2)),
+                lambda: (long1.commit(), rows_in(big, "big", 1500, 200), auto(2)),
+                lambda: (auto(2), rows_in(long2, "long2", 1)),
+                lambda: (big.commit(), auto(1)),
+                lambda: (long2.commit(), auto(2)),
+                lambda: auto(3),
+            ]
+            reader = PglogicalStreamReader(options)
+            offset = _json(reader.initialOffset())
+            rows: List[Any] = []
+            batches: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
+            for i, step in enumerate(steps):
+                step()
+                admin.execute("SELECT pg_switch_wal()") if i == 3 else None
+                admin.execute("CHECKPOINT")  # the WAL written so far reaches the files
+                _copy_wal(srv.pg_wal_dir, waldir)
+                if i in (2, 5):
+                    reader.stop()  # the query stopped; a new one from the checkpoint
+                    reader = PglogicalStreamReader(options)
+                end = _json(reader.latestOffset(offset, reader.getDefaultReadLimit()))
+                if end != offset:
+                    rows.extend(_rows(reader, offset, end))
+                    batches.append((offset, end))
+                    offset = end
+            reader.stop()
+            expected = [(lsn, int(xid), data) for lsn, xid, data in admin.execute(
+                "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_changes("
+                "'sp', %s::pg_lsn, NULL, 'skip-empty-xacts', '1')",
+                (offset["lsn"],)).fetchall()]
+        finally:
+            for c in conns:
+                c.close()
+            admin.close()
+    assert len(expected) > 3000
+    assert [tuple(r) for r in rows] == expected
+    txns = _Txns(str(waldir))
+    first = {who: min(f for x, f in txns.first.items() if x == xid)
+             for who, xid in _xids_of(expected).items()}
+    restarts = [parse_lsn(b[1]["restart_lsn"]) for b in batches]
+    # while long1 is open the restart point is its first record at the latest
+    assert restarts[0] <= first["long1"] and restarts[1] <= first["long1"]
+    # after long1's commit it moves to long2's (older than big's), then past everything
+    assert first["long1"] < restarts[2] <= first["long2"]
+    assert restarts[-1] > max(first.values())
+    for start, end in batches[1:]:  # the first reads from the slot's own restart_lsn
+        s, e = parse_lsn(start["lsn"]), parse_lsn(end["lsn"])
+        oldest = txns.oldest_open(s)
+        assert end["batch"]["wal_bytes"] <= (e - s) + (s - oldest if oldest else 0)
+
+
+def _xids_of(rows: List[Tuple[str, int, str]]) -> Dict[str, int]:
+    """long1, long2, big -> xid, from the rows each transaction wrote."""
+    out: Dict[str, int] = {}
+    for _lsn, xid, data in rows:
+        for who in ("long1", "long2", "big"):
+            if f"who[text]:'{who}'" in data:
+                out.setdefault(who, xid)
+    return out
