@@ -113,8 +113,8 @@ class _Txns:
 
     def __init__(self, wal: str) -> None:
         from pglogical_py.adapters.files import iter_segments
-        from pglogical_py.wal.rmgr.names import RM_XACT_ID
         from pglogical_py.wal.rmgr.layouts import parse_commit_or_abort
+        from pglogical_py.wal.rmgr.names import RM_XACT_ID
         from pglogical_py.wal.xlogreader import XLogReader
 
         self.first: Dict[int, int] = {}
@@ -250,7 +250,7 @@ def test_fallback_keeps_slot_restart(tmp_path: Any) -> None:
     rows, batches = _drive(opts, os.path.join(wdir, "wal"), str(waldir),
                            limits={"maxCommitsPerTrigger": "1"}, restart_every=2)
     _assert_same(_tsv(rows), _expected(wdir, "xids1_skip0"))
-    for start, end in batches:
+    for _start, end in batches:
         assert end["restart_lsn"] == batches[0][0]["restart_lsn"]
         assert end["batch"]["commits"] == -1 and not end["batch"]["limited"]
 

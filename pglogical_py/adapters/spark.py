@@ -800,6 +800,7 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
         self.spec = spec
         self._scanned: Optional[int] = None
         self._walk: Any = None
+        self._available_now = False
         self._limits = ReadLimits(options.max_commits, options.max_bytes,
                                   options.end_lsn or 0)
 
@@ -829,15 +830,16 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """Trigger.AvailableNow: no offset past the end of valid WAL now."""
-        target = self._wal_end()
-        if self._limits.target:
-            target = min(target, self._limits.target)
-        self._limits = replace(self._limits, target=target)
+        """Trigger.AvailableNow: no offset past the end of valid WAL when the first batch
+        is planned (found then, from its start's restart point: a query restarted on a
+        large archive does not scan it all)."""
+        self._available_now = True
 
-    def _wal_end(self) -> int:
+    def _wal_end(self, begin: Any = None) -> int:
+        """The end of valid WAL now, scanned from where the last scan ended (the first
+        time from ``begin``'s restart point)."""
         if self._scanned is None:
-            self._scanned = self._slot_restart()
+            self._scanned = begin.restart_lsn if begin is not None else self._slot_restart()
         self._scanned = max(self._scanned, end_of_wal(self.options.paths, self._scanned))
         return self._scanned
 
@@ -857,7 +859,11 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
                 begin = StreamOffset.from_json(self.initialOffset(), slot_restart)
         else:
             begin = StreamOffset.from_json(start, slot_restart)
-        end = max(self._wal_end(), begin.lsn)
+        end = max(self._wal_end(begin), begin.lsn)
+        if self._available_now:
+            self._available_now = False
+            target = min(end, self._limits.target) if self._limits.target else end
+            self._limits = replace(self._limits, target=target)
         limits = limit_from_spark(limit, self._limits)
         if limits.target:
             end = min(end, max(limits.target, begin.lsn))
@@ -866,7 +872,7 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
         walk = self._walk_at(begin)
         if walk.fallback is not None:
             limits = replace(limits, commits=0, bytes=0)
-        out = walk.advance(begin, end, limits)
+        out: StreamOffset = walk.advance(begin, end, limits)
         _log.info("pglogical stream %s", out.describe())
         return out.to_json()
 
