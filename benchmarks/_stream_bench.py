@@ -74,7 +74,8 @@ def measure(wd: Any, meta: Dict[str, Any], repeat: int) -> List[Dict[str, Any]]:
                    for r in zip(*[c.to_pylist() for c in b.columns])]
             before.append(time.perf_counter() - t0)
             res.update(behind=s - restart, start=format_lsn(s), rows=len(rows),
-                       same=rows == old and len(rows) == 1002, after_bytes=end["batch"]["wal_bytes"],
+                       same=rows == old and len(rows) == 1002,
+                       after_bytes=end["batch"]["wal_bytes"],
                        after_from=end["batch"]["read_from"], before_bytes=e - restart,
                        scanned=end["batch"]["scanned_bytes"])
         res["after"] = statistics.median(after)
