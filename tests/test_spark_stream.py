@@ -382,12 +382,14 @@ def test_live_long_and_spilled_transactions(tmp_path: Any) -> None:
                          rows_in(long1, "long1", 2)),
                 lambda: (long1.commit(), rows_in(big, "big", 1500, 200), auto(2)),
                 lambda: (auto(2), rows_in(long2, "long2", 1)),
+                lambda: rows_in(long2, "long2", 40),  # no commit: an empty batch
                 lambda: (big.commit(), auto(1)),
                 lambda: (long2.commit(), auto(2)),
                 lambda: auto(3),
             ]
             reader = PglogicalStreamReader(options)
             offset = _json(reader.initialOffset())
+            empty = False
             rows: List[Any] = []
             batches: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
             for i, step in enumerate(steps):
@@ -395,12 +397,21 @@ def test_live_long_and_spilled_transactions(tmp_path: Any) -> None:
                 admin.execute("SELECT pg_switch_wal()") if i == 3 else None
                 admin.execute("CHECKPOINT")  # the WAL written so far reaches the files
                 _copy_wal(srv.pg_wal_dir, waldir)
-                if i in (2, 5):
+                if i in (2, 6):
                     reader.stop()  # the query stopped; a new one from the checkpoint
                     reader = PglogicalStreamReader(options)
                 end = _json(reader.latestOffset(offset, reader.getDefaultReadLimit()))
                 if end != offset:
-                    rows.extend(_rows(reader, offset, end))
+                    got = _rows(reader, offset, end)
+                    if i == 4:
+                        # no commit: no partition, and the driver's pass read the new WAL
+                        # only
+                        assert not got and reader.partitions(offset, end) == []
+                        assert end["batch"]["commits"] == end["batch"]["wal_bytes"] == 0
+                        assert end["batch"]["scanned_bytes"] == (parse_lsn(end["lsn"])
+                                                                 - parse_lsn(offset["lsn"]))
+                        empty = True
+                    rows.extend(got)
                     batches.append((offset, end))
                     offset = end
             reader.stop()
@@ -412,7 +423,7 @@ def test_live_long_and_spilled_transactions(tmp_path: Any) -> None:
             for c in conns:
                 c.close()
             admin.close()
-    assert len(expected) > 3000
+    assert len(expected) > 3000 and empty
     assert [tuple(r) for r in rows] == expected
     txns = _Txns(str(waldir))
     first = {who: min(f for x, f in txns.first.items() if x == xid)
@@ -421,7 +432,7 @@ def test_live_long_and_spilled_transactions(tmp_path: Any) -> None:
     # while long1 is open the restart point is its first record at the latest
     assert restarts[0] <= first["long1"] and restarts[1] <= first["long1"]
     # after long1's commit it moves to long2's (older than big's), then past everything
-    assert first["long1"] < restarts[2] <= first["long2"]
+    assert first["long1"] < restarts[2] <= first["long2"] and restarts[4] <= first["long2"]
     assert restarts[-1] > max(first.values())
     for start, end in batches[1:]:  # the first reads from the slot's own restart_lsn
         s, e = parse_lsn(start["lsn"]), parse_lsn(end["lsn"])

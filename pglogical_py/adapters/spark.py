@@ -60,23 +60,22 @@ NOTES
     form.  The change feed's batches are built column by column from the plugin's
     lists, in the Arrow types Spark derives from the read's schema.
 
-    Streaming.  Offsets are ``{"lsn": "X/X"}``: the slot's confirmed_flush a batch
-    reached.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
-    ``latestOffset`` is the end of valid WAL in the directory now (the end of the
-    last complete record, ``XLogReader.end_of_wal``; the scan resumes where the
-    previous one ended and reads records at header cost; a newest segment file that
-    is short or a cut-off compressed stream is one still being copied in, not there
-    yet, and the end stays before it); a micro-batch
-    ``(start, end]`` is the decode PostgreSQL's ``pg_logical_slot_get_changes(slot,
-    upto_lsn => end)`` makes on a slot whose confirmed_flush is ``start``: commits
-    whose record starts at or after ``start`` and ends at or before ``end``, one
-    partition.  Since a slot's confirmed_flush is exactly where the last call's last
-    record ended, consecutive micro-batches output every commit once.  Nothing is
-    remembered between micro-batches (``read`` is stateless): each one decodes again
-    from the slot's restart_lsn -- PostgreSQL would have moved restart_lsn forward
-    and kept serialized snapshots -- so a micro-batch costs a read of all the WAL
-    from restart_lsn to ``end`` (at header cost for the records before ``start``
-    that decoding skips), and the plugin's work only for its own commits.
+    Streaming.  A micro-batch ``(start, end]`` is the decode PostgreSQL's
+    ``pg_logical_slot_get_changes(slot, upto_lsn => end)`` makes on a slot whose
+    confirmed_flush is ``start``: commits whose record starts at or after ``start`` and
+    ends at or before ``end``, one partition.  Since a slot's confirmed_flush is exactly
+    where the last call's last record ended, consecutive micro-batches output every
+    commit once.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
+    ``latestOffset`` is the end of valid WAL in the directory now (the end of the last
+    complete record, ``XLogReader.end_of_wal``; the scan resumes where the previous one
+    ended and reads records at header cost; a newest segment file that is short or a
+    cut-off compressed stream is one still being copied in, not there yet, and the end
+    stays before it), or the commit a read limit ends the batch on.  The offsets also
+    carry the slot's restart point, moved forward as PostgreSQL moves restart_lsn, and
+    the snapshot builder there, so a batch reads its own range plus the span of the
+    transactions open at its start, not the history behind it; and they report what
+    each batch read (adapters/spark_stream.py: the offsets, the argument, the read
+    limits, what keeps reading from the slot's restart_lsn).
 
     A micro-batch is a decode made when the WAL ended at ``end``: where decoding asks
     the commit log (a prepared or streamed transaction rolled back concurrently,
@@ -977,6 +976,9 @@ class PglogicalDataSource(DataSource):
         The session settings the output functions read (default time zone UTC).
     batchRows : int
         Rows per Arrow batch (4096).
+    maxBytesPerTrigger, maxCommitsPerTrigger : str
+        A stream's read limits (Spark 4.2+): a micro-batch ends on the first commit that
+        much WAL after its start, or after that many commits.
 
     Partitioning
     ------------
@@ -985,7 +987,7 @@ class PglogicalDataSource(DataSource):
     with the snapshot builder serialized there by the plan; the partitions in order
     give the sequential decode's rows.  Streamed in-progress transactions, two-phase
     decoding, catalog redo and other plugins keep one partition; a micro-batch is one
-    partition.
+    partition, read from the stream's restart point (adapters/spark_stream.py).
 
     Examples
     --------
