@@ -238,6 +238,31 @@ def test_growing_directory_exactly_once(tmp_path: Any, fixture: str, optionset: 
         assert limited >= 2
 
 
+def test_change_feed_stream_is_the_batch_read(tmp_path: Any) -> None:
+    """The change feed (``mode changes``, JSON images) streamed over arriving segments,
+    two commits per batch, restarts included: the batches' rows are the batch read's
+    (which tests/test_spark_feed.py holds against PostgreSQL)."""
+    from pglogical_py.adapters.spark import PglogicalReader
+
+    wdir = os.path.join(FIXTURES, "pg17", "toast")
+    if not os.path.isdir(wdir):
+        pytest.skip("no fixture pg17/toast")
+    opts = _fixture_options(wdir, "xids1_skip0", binary=False)
+    for k in [k for k in opts if k.startswith("option.") or k == "binary"]:
+        del opts[k]
+    opts.update({"mode": "changes", "images": "json"})
+    whole = Options.parse({k.lower(): v for k, v in opts.items()})
+    batch = PglogicalReader(whole, whole.feed_spec())
+    expected = [row for part in batch.partitions() for b in batch.read(part)
+                for row in zip(*[c.to_pylist() for c in b.columns])]
+    waldir = tmp_path / "wal"
+    waldir.mkdir()
+    rows, batches = _drive(opts, os.path.join(wdir, "wal"), str(waldir),
+                           limits={"maxCommitsPerTrigger": "2"}, restart_every=3)
+    assert len(expected) > 10 and len(batches) >= 4
+    assert rows == expected
+
+
 def test_fallback_keeps_slot_restart(tmp_path: Any) -> None:
     """A two-phase slot keeps every batch reading from the slot's restart_lsn, says so
     in the report (commits not counted: -1), and gives the one peek's rows."""
