@@ -123,8 +123,8 @@ test-stress:
 test-pypy-full: $(PYPY_STAMP)
 	$(PYPY_VENV)/bin/pytest -q -p no:cacheprovider -m 'not live'
 
-# the Spark standalone cluster test (a master and two workers on 127.0.0.1; ~2 min, not
-# part of `make test`: tests/test_spark_cluster.py)
+# the Spark standalone cluster test alone (a master and two workers on 127.0.0.1, about a
+# minute; also part of `make test`: tests/test_spark_cluster.py)
 test-spark-cluster: $(STAMP) $(SPARK_STAMP) java
 	PGLOGICAL_SPARK_CLUSTER=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/test_spark_cluster.py
 

@@ -66,8 +66,8 @@ INVARIANTS
     * The partitions' commit ranges are consecutive and cover the read: the first
       starts at the slot's confirmed_flush, the last ends at the read's end_lsn.
     * Concatenated in partition order, the partitions' rows are the sequential
-      decode's (tests/test_spark_plan.py: every fixture of 15-18, a cut at every
-      commit).
+      decode's (tests/test_spark_plan.py: a cut at every commit of the fixtures of
+      15-18).
     * A partition's ``builder`` is None exactly when it starts at the slot's
       restart_lsn.
 """
