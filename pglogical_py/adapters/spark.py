@@ -871,7 +871,12 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
         walk = self._walk_at(begin)
         if walk.fallback is not None:
             limits = replace(limits, commits=0, bytes=0)
-        out: StreamOffset = walk.advance(begin, end, limits)
+        try:
+            out: StreamOffset = walk.advance(begin, end, limits)
+        except BaseException:
+            # the pass stopped part-way: the next call starts a new one
+            self.stop()
+            raise
         _log.info("pglogical stream %s", out.describe())
         return out.to_json()
 

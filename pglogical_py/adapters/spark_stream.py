@@ -45,8 +45,10 @@ NOTES
     The walk.  The driver finds R' (and the batch's end under a read limit) with one
     pass over the WAL at header cost (``StreamWalk``): the planner's decoder, heap
     changes read at header cost once the builder has a snapshot, no change queued.
-    The pass is kept between ``latestOffset`` calls of one query, so each call reads
-    only the WAL added since the last (an idle stream polls at the cost of the new
+    The pass follows the end-of-WAL scan (spark.py ``end_of_wal``, which checks the
+    new records' CRCs; the pass does not) over the same new WAL.  It is kept between
+    ``latestOffset`` calls of one query, so each call reads only the WAL added since
+    the last (an idle stream polls at the cost of the new
     WAL); a new query, or a start the pass is not at, starts a pass from the start
     offset's restart point.  Its memory is pruned at each offset to the transactions
     still open.
