@@ -15,7 +15,8 @@ directory).  Before: the same batch
 as the stateless reader made it (``WalPartition`` from the slot's restart_lsn; its
 end-of-WAL scan of the new WAL not counted, which favours it).  The WAL bytes each
 batch reads are the offsets' report (after) and the batch's end minus the slot's
-restart_lsn (before); rows compared, untimed.
+restart_lsn (before); rows compared, untimed.  A last row times an empty batch: the
+WAL ending (``endLsn``) half-way through the transaction after the start.
 """
 
 from __future__ import annotations
@@ -84,7 +85,66 @@ def measure(wd: Any, meta: Dict[str, Any], repeat: int) -> List[Dict[str, Any]]:
               "after %(after).2f s / %(after_bytes)d B from %(after_from)s, %(rows)d rows, "
               "same %(same)s" % res, flush=True)
         out.append(res)
+    out.append(empty_batch(wd, meta, repeat, span - 400 * 1000))
     return out
+
+
+def _mid_record(wal: str, start: int, at: int) -> int:
+    """The end of the first record ending at or after ``at`` (read from ``start``)."""
+    from pglogical_py.adapters.files import iter_segments
+    from pglogical_py.wal.xlogreader import XLogReader
+
+    for rec in XLogReader(iter_segments(wal, start_lsn=start), start_lsn=start):
+        if rec.end_lsn >= at:
+            return int(rec.end_lsn)
+    raise SystemExit("W2 ends before %s" % format_lsn(at))
+
+
+def empty_batch(wd: Any, meta: Dict[str, Any], repeat: int, behind: int) -> Dict[str, Any]:
+    """An empty batch: the WAL ends (``endLsn``) half-way through the transaction after
+    the start, ``behind`` bytes after the slot's restart_lsn: no commit in the batch."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
+
+    from pglogical_py.adapters.spark import Options, PglogicalStreamReader, WalPartition, _read
+    from pglogical_py.adapters.spark_stream import StreamOffset
+
+    restart = parse_lsn(meta["restart_lsn"])
+    base = {"path": str(wd / "wal"), "catalog": str(wd / "catalog.json.gz"),
+            "restartlsn": meta["restart_lsn"], "startlsn": meta["confirmed_flush_lsn"]}
+    probe = PglogicalStreamReader(Options.parse(base))
+    first = probe.latestOffset(probe.initialOffset(), ReadMaxBytes(behind))
+    probe.stop()
+    s = parse_lsn(first["lsn"])
+    mid = _mid_record(str(wd / "wal"), s, s + 80 * 1000)
+    opts = Options.parse({**base, "endlsn": format_lsn(mid)})
+    after: List[float] = []
+    before: List[float] = []
+    res: Dict[str, Any] = {"mb": -1}
+    for _ in range(repeat):
+        reader = PglogicalStreamReader(opts)
+        init = reader.initialOffset()
+        reader._wal_end(StreamOffset.from_json(init, restart))
+        start = reader.latestOffset(init, ReadMaxBytes(behind))
+        assert start["lsn"] == first["lsn"]
+        t0 = time.perf_counter()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        parts = reader.partitions(start, end)
+        rows = _rows(reader, parts)
+        after.append(time.perf_counter() - t0)
+        reader.stop()
+        t0 = time.perf_counter()
+        old = [r for b in _read(WalPartition(opts, start_lsn=s, end_lsn=mid))
+               for r in zip(*[c.to_pylist() for c in b.columns])]
+        before.append(time.perf_counter() - t0)
+        res.update(behind=s - restart, start=format_lsn(s), rows=len(rows),
+                   same=rows == old == [] and not parts,
+                   after_bytes=end["batch"]["wal_bytes"], after_from=end["batch"]["read_from"],
+                   before_bytes=mid - restart, scanned=end["batch"]["scanned_bytes"])
+    res["after"] = statistics.median(after)
+    res["before"] = statistics.median(before)
+    print("empty batch: before %(before).2f s / %(before_bytes)d B, after %(after).2f s / "
+          "%(after_bytes)d B (driver pass %(scanned)d B), same %(same)s" % res, flush=True)
+    return res
 
 
 def table(results: List[Dict[str, Any]], load_start: str, load_end: str, repeat: int
@@ -101,8 +161,11 @@ def table(results: List[Dict[str, Any]], load_start: str, load_end: str, repeat:
         "|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in results:
-        lines.append("| %.1f MB | %.2f | %.1f MB | %.2f | %.3f MB | %s | %s |" % (
-            r["behind"] / 1e6, r["before"], r["before_bytes"] / 1e6, r["after"],
+        what = "%.1f MB" % (r["behind"] / 1e6)
+        if r["mb"] < 0:
+            what += ", empty batch (no commit; driver pass %.3f MB)" % (r["scanned"] / 1e6)
+        lines.append("| %s | %.2f | %.1f MB | %.2f | %.3f MB | %s | %s |" % (
+            what, r["before"], r["before_bytes"] / 1e6, r["after"],
             r["after_bytes"] / 1e6, r["after_from"], "yes" if r["same"] else "NO"))
     return "\n".join(lines)
 
