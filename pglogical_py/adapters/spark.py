@@ -863,7 +863,10 @@ class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
             self._available_now = False
             target = min(end, self._limits.target) if self._limits.target else end
             self._limits = replace(self._limits, target=target)
-        limits = limit_from_spark(limit, self._limits)
+        # Spark 4.0 / 4.1 (no start): everything available, since where the query
+        # resumed is not known here (the end offset must not fall behind it)
+        limits = (limit_from_spark(limit, self._limits) if start is not None
+                  else replace(self._limits, commits=0, bytes=0))
         if limits.target:
             end = min(end, max(limits.target, begin.lsn))
         if end <= begin.lsn:

@@ -23,7 +23,8 @@ NOTES
     ``messages``).  Everything needed to decode the next batch is in the offset, so
     Spark's checkpoint (its offset log) is the stream's state: a query restarted from
     its checkpoint re-runs its last batch from the offsets logged for it and goes on
-    exactly as before.  ``streamState`` is not needed and there is none.
+    exactly as before.  So there is no state directory option: Python stream readers
+    do not see Spark's checkpoint location, and need not.
 
     Where the next batch starts.  After the batch (S, E], the next one (E, E'] outputs
     the commits after E; every one of them belongs to a transaction that is open at
@@ -48,10 +49,9 @@ NOTES
     The pass follows the end-of-WAL scan (spark.py ``end_of_wal``, which checks the
     new records' CRCs; the pass does not) over the same new WAL.  It is kept between
     ``latestOffset`` calls of one query, so each call reads only the WAL added since
-    the last (an idle stream polls at the cost of the new
-    WAL); a new query, or a start the pass is not at, starts a pass from the start
-    offset's restart point.  Its memory is pruned at each offset to the transactions
-    still open.
+    the last (an idle stream polls at the cost of the new WAL); a new query, or a
+    start the pass is not at, starts a pass from the start offset's restart point.
+    Its memory is pruned at each offset to the transactions still open.
 
     The batch's read.  Batch (S, E] decodes from R_S with the builder of the start
     offset, confirmed_flush S, upto_lsn E: ``wal_bytes`` = E - R_S, at most the batch's
@@ -62,7 +62,11 @@ NOTES
     Catalog.  A JSON catalog export has one version; a catalog directory is read
     through the historic snapshot of the restart point, so nothing else is carried.
     The syscache (catalog/syscache.py) starts cold at each batch's restart point, as a
-    new backend's peek would.  Catalog redo rebuilds the catalog from the slot's
+    new backend's ``get_changes`` would: a transaction open across a change of a type,
+    schema or enum row can print the old name where one long peek, whose cache an
+    earlier transaction warmed, prints the new one (so did the batches before the
+    restart point moved: transactions committed before a batch's start are not
+    replayed by it, wherever it starts reading).  Catalog redo rebuilds the catalog from the slot's
     restart_lsn: such a stream keeps reading from there (below).
 
     What keeps the slot's restart_lsn.  Streaming of in-progress transactions (a
@@ -76,14 +80,15 @@ NOTES
     that many commits; ``maxBytesPerTrigger`` after the first commit whose record
     ends at least that many bytes of WAL after the batch's start (a soft maximum, as
     Delta's: a batch ends on a commit boundary and has at least one commit).  The
-    pass stops right after the commit that ends the batch.
+    pass stops right after the commit that ends the batch.  Spark's ReadAllAvailable
+    (Trigger.Once) lifts both, as its contract asks (``limit_from_spark``).
 """
 
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import UsageError
 from ..logical.decode import SKIP_TABLE
@@ -94,7 +99,7 @@ from ..wal.rmgr.layouts import XLOG_HEAP_OPMASK
 from .spark_plan import _HEAP_CHANGES, _Planner, _Skimming, next_record
 
 __all__ = ["BatchReport", "ReadLimits", "StreamOffset", "StreamWalk", "fallback_reason",
-           "limit_from_spark", "offsets_report"]
+           "limit_from_spark"]
 
 _INF = 1 << 64
 
@@ -396,8 +401,7 @@ def limit_from_spark(limit: Any, options: ReadLimits) -> ReadLimits:
     """Spark's read limit (pyspark.sql.streaming.datasource) over the options':
     ReadAllAvailable reads everything (the options ignored, as Spark asks);
     ReadMaxBytes / ReadMaxRows (counted in commits) / ReadMaxFiles (16 MB each) set
-    their limit; anything else (ReadMinRows, no limit: Spark 4.0 and 4.1) keeps the
-    options'."""
+    their limit; anything else (ReadMinRows) keeps the options'."""
     name = type(limit).__name__ if limit is not None else ""
     if name == "ReadAllAvailable":
         return replace(options, commits=0, bytes=0)
@@ -408,13 +412,3 @@ def limit_from_spark(limit: Any, options: ReadLimits) -> ReadLimits:
     if name == "ReadMaxFiles":
         return replace(options, bytes=int(limit.max_files) * 16 * 1024 * 1024)
     return options
-
-
-def offsets_report(offsets: List[Dict[str, Any]]) -> List[Tuple[int, int, int]]:
-    """(read_from, wal_bytes, restart_lsn) of each batch's end offset (tests, bench)."""
-    out = []
-    for o in offsets:
-        b = o.get("batch") or {}
-        out.append((parse_lsn(b.get("read_from", o["lsn"])), int(b.get("wal_bytes", 0)),
-                    parse_lsn(o.get("restart_lsn", o["lsn"]))))
-    return out
