@@ -263,6 +263,47 @@ def test_change_feed_stream_is_the_batch_read(tmp_path: Any) -> None:
     assert rows == expected
 
 
+def test_read_limits_and_offsets(tmp_path: Any) -> None:
+    """Spark's read limits over the options' (ReadAllAvailable lifts them), the default
+    limit Spark is handed, Spark 4.0/4.1's ``latestOffset()`` (no start: everything
+    available, no limit), offsets through JSON and a bad offset named."""
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        ReadMaxRows,
+    )
+
+    from pglogical_py.adapters.spark_stream import ReadLimits, StreamOffset, limit_from_spark
+    from pglogical_py.errors import UsageError
+
+    opts = ReadLimits(commits=5, bytes=1000, target=77)
+    assert limit_from_spark(ReadAllAvailable(), opts) == ReadLimits(0, 0, 77)
+    assert limit_from_spark(ReadMaxBytes(10), opts) == ReadLimits(5, 10, 77)
+    assert limit_from_spark(ReadMaxRows(2), opts) == ReadLimits(2, 1000, 77)
+    assert limit_from_spark(ReadMaxFiles(1), opts).bytes == 16 * 1024 * 1024
+    wdir = os.path.join(FIXTURES, "pg15", "spill")
+    if not os.path.isdir(wdir):
+        pytest.skip("no fixture pg15/spill")
+    base = {k.lower(): v for k, v in _fixture_options(wdir, "xids1_skip0").items()}
+    for extra, want in (({}, ReadAllAvailable()),
+                        ({"maxcommitspertrigger": "2"}, ReadMaxRows(2)),
+                        ({"maxbytespertrigger": "1MB", "maxcommitspertrigger": "2"},
+                         ReadMaxBytes(1024 * 1024))):
+        assert PglogicalStreamReader(Options.parse({**base, **extra})
+                                     ).getDefaultReadLimit() == want
+    reader = PglogicalStreamReader(Options.parse({**base, "maxcommitspertrigger": "1"}))
+    end = _json(reader.latestOffset())  # Spark 4.0 / 4.1
+    assert end["lsn"] == base["endlsn"] and not end["batch"]["limited"]
+    assert end["batch"]["commits"] > 1
+    again = StreamOffset.from_json(end, 0)
+    assert again.to_json() == end and again.builder is not None
+    assert reader.latestOffset(end, ReadAllAvailable()) == end  # nothing new
+    reader.stop()
+    with pytest.raises(UsageError, match="not a pglogical stream offset"):
+        StreamOffset.from_json({"lsn": "0/1", "restart_lsn": "zz"}, 0)
+
+
 def test_fallback_keeps_slot_restart(tmp_path: Any) -> None:
     """A two-phase slot keeps every batch reading from the slot's restart_lsn, says so
     in the report (commits not counted: -1), and gives the one peek's rows."""
