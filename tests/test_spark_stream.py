@@ -11,9 +11,10 @@ worked out here from the WAL's transaction records, not from the reorder buffer)
 Spark query with ``maxCommitsPerTrigger`` and Trigger.AvailableNow, restarted from its
 checkpoint, and a live PostgreSQL 15 workload (long transactions open across batches,
 a transaction spilled to disk) close the file.  ``PGLOGICAL_STREAM_FIXTURES=all`` runs
-every fixture of 15-18 without streamed or two-phase transactions (where a type, schema
-or enum row changes, ``_syscache_row_changed``, against the same batches decoded from the
-slot's restart_lsn).
+every fixture of 15-18 whose slot is not two-phase, with its first ``xids*`` option set
+(no streaming of in-progress transactions); where a type, schema or enum row changes
+(``_syscache_row_changed``) and the one peek differs, against the same batches decoded
+from the slot's restart_lsn.
 """
 
 from __future__ import annotations
@@ -57,8 +58,7 @@ def _all_fixtures() -> List[Tuple[str, str]]:
             continue
         sets = meta.get("decode", {}).get("optionsets", {})
         state = os.path.join(wdir, "slot.state")
-        if ("twophase" in name or "stream" in name or "redo" in name
-                or not os.path.isfile(state)):
+        if not os.path.isfile(state):
             continue
         with open(state, "rb") as f:
             if read_slot_state(f.read()).two_phase:
