@@ -304,18 +304,26 @@ def test_read_limits_and_offsets(tmp_path: Any) -> None:
         StreamOffset.from_json({"lsn": "0/1", "restart_lsn": "zz"}, 0)
 
 
-def test_fallback_keeps_slot_restart(tmp_path: Any) -> None:
-    """A two-phase slot keeps every batch reading from the slot's restart_lsn, says so
-    in the report (commits not counted: -1), and gives the one peek's rows."""
-    wdir = os.path.join(FIXTURES, "pg16", "twophase")
+@pytest.mark.parametrize("fixture,optionset", [("pg16/twophase", "xids1_skip0"),
+                                               ("pg18/stream", "stream_xids1_skip0")])
+def test_fallback_keeps_slot_restart(tmp_path: Any, fixture: str, optionset: str) -> None:
+    """A two-phase slot, or test_decoding's ``stream-changes`` with transactions streamed,
+    keeps every batch reading from the slot's restart_lsn, says so in the report
+    (commits not counted: -1; no read limit), and gives what each batch decoded from
+    the slot's restart_lsn gives -- for the two-phase fixture the one peek's rows."""
+    wdir = os.path.join(FIXTURES, fixture)
     if not os.path.isdir(wdir):
-        pytest.skip("no fixture pg16/twophase")
-    opts = _fixture_options(wdir, "xids1_skip0", binary=True)
+        pytest.skip(f"no fixture {fixture}")
+    opts = _fixture_options(wdir, optionset, binary=True)
     waldir = tmp_path / "wal"
     waldir.mkdir()
     rows, batches = _drive(opts, os.path.join(wdir, "wal"), str(waldir),
                            limits={"maxCommitsPerTrigger": "1"}, restart_every=2)
-    _assert_same(_tsv(rows), _expected(wdir, "xids1_skip0"))
+    if "stream" in optionset:
+        _assert_same(_tsv(rows), _tsv(_from_slot_restart(opts, batches)))
+    else:
+        _assert_same(_tsv(rows), _expected(wdir, optionset))
+    assert rows
     for _start, end in batches:
         assert end["restart_lsn"] == batches[0][0]["restart_lsn"]
         assert end["batch"]["commits"] == -1 and not end["batch"]["limited"]
