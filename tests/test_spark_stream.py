@@ -302,6 +302,10 @@ def test_read_limits_and_offsets(tmp_path: Any) -> None:
     reader.stop()
     with pytest.raises(UsageError, match="not a pglogical stream offset"):
         StreamOffset.from_json({"lsn": "0/1", "restart_lsn": "zz"}, 0)
+    for bad, text in (({"maxcommitspertrigger": "0"}, "option maxcommitspertrigger: must be"),
+                      ({"maxBytesPerTrigger": "lots"}, "option maxBytesPerTrigger: ")):
+        with pytest.raises(UsageError, match=text):
+            Options.parse({**base, **bad})
 
 
 @pytest.mark.parametrize("fixture,optionset", [("pg16/twophase", "xids1_skip0"),
