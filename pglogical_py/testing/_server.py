@@ -4,10 +4,11 @@ Mirrors: access/transam/xact.c (``AssignTransactionId``: parents first, XLR_BLOC
 TOPLEVEL_XID on a subtransaction's first record, XLOG_XACT_ASSIGNMENT when the top-level
 xid was never logged or 64 subxids are unreported; ``RecordTransactionCommit`` /
 ``RecordTransactionAbort``: no record without an xid, the committed children, a
-subtransaction's abort record; ``CommandCounterIncrement`` and ``LogLogicalInvalidations``),
-access/transam/twophase.c (PREPARE, COMMIT / ROLLBACK PREPARED), access/heap/heapam.c
-(``heap_insert`` / ``heap_update`` / ``heap_delete``, ``ExtractReplicaIdentity``,
-``log_heap_new_cid``), access/heap/heaptoast.c and access/common/toast_internals.c
+subtransaction's abort record; ``CommandCounterIncrement`` and
+``LogLogicalInvalidations``), access/transam/twophase.c (PREPARE, COMMIT / ROLLBACK
+PREPARED), access/heap/heapam.c (``heap_insert`` / ``heap_update`` with its
+XLOG_HEAP_LOCK / ``heap_delete``, ``ExtractReplicaIdentity``, ``log_heap_new_cid``),
+access/heap/heaptoast.c and access/common/toast_internals.c
 (``heap_toast_insert_or_update``: compression, then out-of-line storage in 1996-byte
 chunks; an unchanged out-of-line value keeps its pointer; ``toast_flatten_tuple`` for a
 REPLICA IDENTITY FULL old tuple), commands/tablecmds.c (ALTER TABLE ADD / DROP COLUMN,
@@ -33,6 +34,14 @@ NOTES
     table between its DDL and its commit); TOAST values are printed in full when the
     change stored them (the chunks precede it in the same transaction), as
     ``unchanged-toast-datum`` when the new tuple kept an old out-of-line pointer.
+
+    heap_update locks the old version with a logged XLOG_HEAP_LOCK before it lets go of
+    the page, which it does when the tuple needs TOAST work (an out-of-line value in
+    the old or new tuple, or a new tuple over TOAST_TUPLE_THRESHOLD: written here) or
+    when the new version does not fit on the page (not written: pages are filled by
+    count, not by bytes, and the HOT choice is the workload's).  The record lies
+    between a transactional message and the change after it, which decides their
+    order (model.py).
 
     Refused (``ValueError`` naming the step): what a server would refuse or block on
     -- a change to a row another open (or prepared) transaction changed, DDL or
@@ -674,19 +683,26 @@ class _Server:
                 size = (size + align - 1) // align * align + len(v.raw) + 4
         return hoff, size
 
+    def _needs_toast(self, schema: _Schema, vals: Dict[int, Optional[_Value]],
+                     old: Optional[_Row]) -> bool:
+        """heap_update's need_toast (and heap_insert's): an out-of-line value in the old
+        or the new tuple, or a new tuple over TOAST_TUPLE_THRESHOLD as it stands."""
+        hoff, size = self._data_size(schema, vals)
+        has_external = any(v is not None and v.form.startswith("external")
+                           for v in vals.values())
+        old_external = old is not None and any(
+            v is not None and v.form.startswith("external") for v in old.vals.values())
+        return has_external or old_external or hoff + size > TOAST_TUPLE_THRESHOLD
+
     def _toast(self, ts: _TableState, schema: _Schema, vals: Dict[int, Optional[_Value]],
                old: Optional[_Row], t_index: int, log: bool = True,
                t: Optional[_Txn] = None) -> List[int]:
         """heap_toast_insert_or_update on ``vals`` (fresh values are 'plain'; values kept
         from ``old`` keep their form).  Returns the attnums whose values it stored out of
         line now (their chunks were just written, when ``log``)."""
-        hoff, size = self._data_size(schema, vals)
-        has_external = any(v is not None and v.form.startswith("external")
-                           for v in vals.values())
-        old_external = old is not None and any(
-            v is not None and v.form.startswith("external") for v in old.vals.values())
-        if not (has_external or old_external or hoff + size > TOAST_TUPLE_THRESHOLD):
+        if not self._needs_toast(schema, vals, old):
             return []
+        hoff = self._data_size(schema, vals)[0]
         max_data = TOAST_TUPLE_TARGET - hoff
         # toast_tuple_init: an out-of-line value kept from the old tuple keeps its pointer
         # and is not touched again (TOASTCOL_IGNORE); the other values may change form,
@@ -1034,6 +1050,12 @@ class _Server:
         vals = self._values(ts, schema, given, old)
         self.assign(t)
         self.use_cid(t)
+        if self._needs_toast(schema, vals, old):
+            # heap_update lets go of the page for the TOAST work: the old version is
+            # locked first, and that is logged (before any TOAST chunk)
+            self.emit(t, "heap_lock", wb.RM_HEAP_ID, wb.heap_lock(
+                (DEFAULTTABLESPACE, DATABASE_OID, schema.filenode), old.blk, old.off,
+                t.stack[-1].xid, keys_updated=key_changed))
         replaced = self._toast(ts, schema, vals, old, t.index, t=t)
         natts = len(schema.attrs)
         hot = step.hot

@@ -77,6 +77,9 @@ from ..wal.rmgr.layouts import (
     XLH_UPDATE_CONTAINS_NEW_TUPLE,
     XLH_UPDATE_CONTAINS_OLD_KEY,
     XLH_UPDATE_CONTAINS_OLD_TUPLE,
+    XLHL_KEYS_UPDATED,
+    XLHL_XMAX_EXCL_LOCK,
+    XLHL_XMAX_LOCK_ONLY,
     XLOG_CHECKPOINT_ONLINE,
     XLOG_CHECKPOINT_REDO,
     XLOG_CHECKPOINT_SHUTDOWN,
@@ -85,6 +88,7 @@ from ..wal.rmgr.layouts import (
     XLOG_HEAP_HOT_UPDATE,
     XLOG_HEAP_INIT_PAGE,
     XLOG_HEAP_INSERT,
+    XLOG_HEAP_LOCK,
     XLOG_HEAP_TRUNCATE,
     XLOG_HEAP_UPDATE,
     XLOG_NOOP,
@@ -143,6 +147,7 @@ __all__ = [
     "checkpoint_redo",
     "heap_new_cid",
     "heap_truncate",
+    "heap_lock",
     "heap_update",
     "inval_catcache",
     "inval_relcache",
@@ -611,6 +616,18 @@ def heap_delete(rel: Tuple[int, int, int], blkno: int, offnum: int, xmax: int,
         infomask2, infomask, hoff, body = old_key
         md += struct.pack("<HHB", infomask2, infomask, hoff) + body
     return XLOG_HEAP_DELETE, md, (Blk(0, rel=rel, blkno=blkno),)
+
+
+def heap_lock(rel: Tuple[int, int, int], blkno: int, offnum: int, xmax: int,
+              keys_updated: bool = False) -> Piece:
+    """heap_update's XLOG_HEAP_LOCK, written when it must let go of the page before
+    placing the new version (the tuple needs TOAST work, or does not fit): xl_heap_lock
+    (the locker xid, the old tuple's offset, infobits LOCK_ONLY | EXCL_LOCK, plus
+    KEYS_UPDATED when the key changes, no flags), block 0 the old page without data."""
+    infobits = XLHL_XMAX_LOCK_ONLY | XLHL_XMAX_EXCL_LOCK | (XLHL_KEYS_UPDATED if keys_updated
+                                                              else 0)
+    md = struct.pack("<IHBB", xmax, offnum, infobits, 0)
+    return XLOG_HEAP_LOCK, md, (Blk(0, rel=rel, blkno=blkno),)
 
 
 def heap_update(rel: Tuple[int, int, int], old_blkno: int, old_offnum: int, new_blkno: int,

@@ -41,6 +41,11 @@ NOTES
       and its committed subtransactions merged by LSN, COMMIT at the commit record's
       end.  COMMIT PREPARED commits as COMMIT does; ROLLBACK PREPARED and ROLLBACK,
       or a subtransaction's abort record, drop the changes.
+    * Equal LSNs in the merge (a transactional message, queued at its record's end,
+      and the change whose record starts there) come out as the heap leaves them, which
+      depends on every stream's changes, unprinted ones included: the commit of a
+      catalog-changing transaction queues the new snapshot in every transaction with a
+      base snapshot, itself too, at the commit record.
     * A non-transactional message is output when decoded (not skipped: its record
       starting at or after start_decoding_at), at its record's end, with the xid of
       the (sub)transaction that wrote it, 0 for none.
@@ -329,8 +334,12 @@ def session(layout: Any, restart_lsn: int, start_lsn: int = 0, upto_lsn: int = 0
         snap_xmin = b_xmin
         if not t.base_lsn:
             t.base_lsn, t.base_xmin = lsn, snap_xmin
+        # SnapBuildDistributeSnapshotAndInval: every transaction of toplevel_by_lsn with
+        # a base snapshot -- the committing one too -- queues the new snapshot at the
+        # commit record; in the committing one it keeps its stream in the merge's heap
+        # up to the commit, which decides ties between its subtransactions
         for other in tops:
-            if other is not t and other.base_lsn:
+            if other.base_lsn:
                 other.changes.append((lsn, ("snapshot",)))
 
     def replay(t: _TXN, xid: int, end_lsn: int) -> None:
@@ -403,16 +412,17 @@ def session(layout: Any, restart_lsn: int, start_lsn: int = 0, upto_lsn: int = 0
         elif kind in ("commit", "commit_prepared"):
             xid = r.twophase_xid or r.xid
             t = txns.get(xid)
-            for s in r.subxacts:  # ReorderBufferCommitChild
-                st = txns.get(s)
-                if st is not None and not st.is_sub:
-                    assign_child(xid, s, 0)
+            # SnapBuildCommitTxn, then ReorderBufferCommitChild (DecodeCommit's order)
             if t is not None:
                 catalog_commit(t, xid, r.subxacts, lsn, bool(r.invals))
             elif r.invals:
                 t = by_xid(xid, lsn)
                 assert t is not None
                 catalog_commit(t, xid, r.subxacts, lsn, True)
+            for s in r.subxacts:
+                st = txns.get(s)
+                if st is not None and not st.is_sub:
+                    assign_child(xid, s, 0)
             if t is not None:
                 if lsn >= start_at and t.base_lsn:
                     replay(t, xid, r.end_lsn)

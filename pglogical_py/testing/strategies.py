@@ -33,10 +33,11 @@ NOTES
     ``walbuilder.write(workload, directory, pg_major, segment_size)`` turns one into
     files.
 
-    TOAST values are drawn from classes PostgreSQL's compressor decides the same way
-    as the kit's (``_pglz``): repetitive (compresses to a few hundred bytes), random
-    over 62 characters (does not compress), and long word salads (compress, but stay
-    over 2 kB compressed).
+    TOAST values come in three classes: repetitive (compresses to a few hundred
+    bytes), random over 62 characters (does not compress), and long word salads
+    (compress to about a fifth, 1.7-3 kB: inline or out of line, as the rest of the
+    tuple decides).  The kit's compressor (``_pglz``) is PostgreSQL's algorithm, so
+    the model stores each value as a server does.
 
     The entry point ``[project.entry-points.hypothesis]`` (``_hypothesis_hook``)
     registers ``Workload``, ``BuiltWal``, ``RecordSpec`` and ``XLogRecord`` for
@@ -182,8 +183,8 @@ def _toast_text(kind: str, seed: int, length: int) -> str:
 def text_values(toast: bool = True) -> st.SearchStrategy[str]:
     """Text values: short ones (quotes and backslashes included) and, with ``toast``,
     TOAST-sized ones -- repetitive (3-12 kB, compressed inline), random (2.1-5 kB,
-    stored out of line), word salads (8-14 kB, out of line compressed); one value
-    in six is TOAST-sized."""
+    stored out of line), word salads (8-14 kB, compressed to 1.7-3 kB: inline or out of
+    line compressed); one value in six is TOAST-sized."""
     _check_bool("toast", toast)
     short = st.text(_SHORT_ALPHABET, max_size=24)
     if not toast:
