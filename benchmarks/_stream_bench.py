@@ -21,7 +21,9 @@ WAL ending (``endLsn``) half-way through the transaction after the start.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import statistics
 import time
 from typing import Any, Dict, List
@@ -181,3 +183,79 @@ def write_doc(doc: Any, text: str) -> None:
 
 def load() -> str:
     return " ".join("%.2f" % x for x in os.getloadavg())
+
+
+def spark_batches(wd: Any, meta: Dict[str, Any], points: Any = (0, 100, 185)
+                  ) -> List[Dict[str, Any]]:
+    """The same through Spark (local[1], Trigger.AvailableNow, ``maxCommitsPerTrigger``
+    1): a query started at the commit ``mb`` MB after the slot's restart_lsn, over the
+    next three commits.  Its first batch reads from the slot's restart_lsn (a new query
+    given ``startLsn`` has no restart point yet: the stream before this change did that
+    for every batch); the next two from the restart point the first left.  Per batch:
+    Spark's ``triggerExecution`` time (offsets, planning, the task) and the reported
+    WAL read."""
+    from _spark import spark_session
+    from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxRows
+
+    from pglogical_py.adapters.spark import Options, PglogicalStreamReader
+
+    restart = parse_lsn(meta["restart_lsn"])
+    span = parse_lsn(meta["end_lsn"]) - restart
+    base = {"path": str(wd / "wal"), "catalog": str(wd / "catalog.json.gz"),
+            "restartLsn": meta["restart_lsn"], "startLsn": meta["confirmed_flush_lsn"]}
+    out = []
+    with spark_session("local[1]") as spark:
+        for mb in points:
+            probe = PglogicalStreamReader(
+                Options.parse({k.lower(): v for k, v in base.items()}))
+            start = probe.initialOffset()
+            if mb:
+                start = probe.latestOffset(start, ReadMaxBytes(min(mb * 1000 * 1000,
+                                                                   span - 800 * 1000)))
+            end = probe.latestOffset(start, ReadMaxRows(3))
+            probe.stop()
+            opts = {**base, "startLsn": start["lsn"], "endLsn": end["lsn"],
+                    "maxCommitsPerTrigger": "1"}
+            reader = spark.readStream.format("pglogical")
+            for k, v in opts.items():
+                reader = reader.option(k, v)
+            counts: List[int] = []
+            chk = wd.parent / (".stream_bench_chk_%d_%d" % (os.getpid(), mb))
+            query = (reader.load().writeStream
+                     .foreachBatch(lambda df, _i, c=counts: c.append(df.count()))
+                     .option("checkpointLocation", str(chk))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            shutil.rmtree(chk, ignore_errors=True)
+            for i, p in enumerate(query.recentProgress):
+                off = p["sources"][0]["endOffset"]
+                b = (json.loads(off) if isinstance(off, str) else off).get("batch") or {}
+                res = {"mb": mb, "batch": i, "behind": parse_lsn(start["lsn"]) - restart,
+                       "ms": p["durationMs"].get("triggerExecution", 0),
+                       "wal_bytes": b.get("wal_bytes", 0), "read_from": b.get("read_from"),
+                       "rows": counts[i] if i < len(counts) else None}
+                print("spark %(mb)d MB batch %(batch)d: %(ms)d ms, %(wal_bytes)d B from "
+                      "%(read_from)s, %(rows)s rows" % res, flush=True)
+                out.append(res)
+    return out
+
+
+def spark_table(results: List[Dict[str, Any]]) -> str:
+    lines = [
+        "",
+        "Through Spark (`local[1]`, `Trigger.AvailableNow`, `maxCommitsPerTrigger` 1): a "
+        "query started at the commit that far after the slot's restart_lsn, three batches. "
+        "Its first batch reads from the slot's restart_lsn, as every batch did before (a "
+        "query given `startLsn` has no restart point yet; the first `latestOffset`'s scans "
+        "of the directory are in it too); the next two read from the restart point the "
+        "previous batch left. Spark's `triggerExecution` per batch (offsets, planning, the "
+        "task).",
+        "",
+        "| query starts at | batch | triggerExecution s | WAL read | read from | rows |",
+        "|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in results:
+        lines.append("| %.1f MB | %d | %.2f | %.3f MB | %s | %s |" % (
+            r["behind"] / 1e6, r["batch"], r["ms"] / 1000.0, r["wal_bytes"] / 1e6,
+            r["read_from"], r["rows"]))
+    return "\n".join(lines)

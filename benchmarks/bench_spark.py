@@ -175,11 +175,13 @@ def stream_rows(wd: Path, meta: Dict[str, Any], args: argparse.Namespace) -> int
 
     load_start = _load()
     results = sb.measure(wd, meta, args.repeat)
-    text = sb.table(results, load_start, _load(), args.repeat)
+    spark = sb.spark_batches(wd, meta)
+    text = sb.table(results, load_start, _load(), args.repeat) + "\n" + sb.spark_table(spark)
     print(text)
     if not args.no_write:
         sb.write_doc(DOC, text)
-    return 0 if all(r["same"] for r in results) else 1
+    return 0 if all(r["same"] for r in results) and all(
+        r["rows"] == 1002 for r in spark) else 1
 
 
 def _med(xs: List[float]) -> float:
