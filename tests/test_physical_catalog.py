@@ -368,15 +368,16 @@ def _indexes_of(cat: CatalogSnapshot) -> dict:  # type: ignore[type-arg]
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_catalog_at_from_parts_equals_a_full_build(fixture: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """catalog_at derives each table's look-up tables from those of its always-visible
-    rows (built once) and the visible others: the same tables as a CatalogSnapshot
-    built from all the rows, for every snapshot of the rows_at test."""
+    """full_catalog_at (the reference build) derives each table's look-up tables from
+    those of its always-visible rows (built once) and the visible others: the same
+    tables as a CatalogSnapshot built from all the rows, for every snapshot of the
+    rows_at test."""
     slot = json.loads((fixture / "slot.json").read_text())
     monkeypatch.setattr(PhysicalCatalog, "RECLASSIFY_WORK", 0)
     pc = load_physical_catalog(str(fixture / "physical"))
     derived = 0
     for snap in _snapshots(pc, int(slot["catalog_xmin"])):
-        cat = pc.catalog_at(snap)
+        cat = pc.full_catalog_at(snap)
         data = {"lsn": pc.lsn, "server_version_num": pc.server_version_num,
                 "database": {"oid": pc.database_oid, "datname": pc.datname,
                              "encoding": pc.encoding}}
@@ -538,7 +539,7 @@ def test_missing_value_printers_of_builtin_types_are_kept(monkeypatch: pytest.Mo
     if not path.exists():
         pytest.skip("no fixture")
     pc = load_physical_catalog(str(path))
-    cat = pc.latest()
+    cat = pc.full_catalog_at(None)  # fills every visible row's text
     done = [pc.row(tv) for tv in pc.versions("pg_attribute")
             if pc.row(tv).get("attmissingval_text") is not None]
     assert len({int(r["atttypid"]) for r in done}) > 3

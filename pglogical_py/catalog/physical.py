@@ -54,11 +54,17 @@ NOTES
     ``BUILD_AFTER``, by a function generated for its columns (``_rowbuild.py``), and
     integer arrays without nulls are unpacked in one call.
 
-    Snapshots.  ``catalog_at(snapshot)`` filters every catalog's versions through
-    ``visibility.satisfies_historic_mvcc`` and builds a ``CatalogSnapshot`` from
-    the visible rows, so every relcache/syscache question (relation_by_filenode,
-    tuple descriptors, format_type...) is answered by the same code as for a JSON
-    export.  Results are cached per ``snapshot.cache_key()`` in a bounded LRU
+    Snapshots.  ``catalog_at(snapshot)`` gives a ``HistoricCatalog``
+    (``_historic.py``): a CatalogSnapshot whose look-up tables compute each entry at
+    its first use from the versions of that key alone (``keyed``: versions indexed
+    once per catalog and key column; ``keyed_rows``: those visible to the snapshot,
+    through ``visibility.satisfies_historic_mvcc``), as relcache.c / catcache.c build
+    an entry from the rows of its key, so every relcache/syscache question
+    (relation_by_filenode, tuple descriptors, format_type...) is answered by the same
+    code as for a JSON export.  ``full_catalog_at(snapshot)`` (or ``lazy`` off)
+    filters every catalog's versions and builds the CatalogSnapshot whole: the
+    reference the historic catalog is tested against (tests/test_historic_catalog.py).
+    Results are cached per ``snapshot.cache_key()`` in a bounded LRU
     (``cache_size``, default ``DEFAULT_SNAPSHOT_CACHE_SIZE``; an evicted snapshot is
     rebuilt from the same rows when asked for again, so output does not depend on
     the bound, only time does; ``cache_evictions`` counts).  ``latest()`` is the
@@ -66,12 +72,14 @@ NOTES
     same time shows).  An attmissingval the types layer cannot print is kept as
     ``attmissingval_error``: building that one relation raises, not the whole catalog.
 
-    Many snapshots (docs/performance.md, sixth and seventh passes).  A decode asks for
-    a catalog at every snapshot that replays user rows: thousands in a DDL-heavy WAL.
-    A heap's versions are classified once for many snapshots (``_Classes``): visible or
-    invisible to all that have their xmin at or after a horizon, or depending on the
-    snapshot.  The "settled" classes also take a snapshot's committed xids as decided,
-    for the later snapshots that see them all committed.  The versions left depending
+    Many snapshots (docs/performance.md, sixth and seventh passes, issue 34).  A decode
+    asks for a catalog at every snapshot that replays user rows: thousands in a
+    DDL-heavy WAL; the historic catalog looks up only the keys the decode needs.  For
+    the whole-table path (``rows_at``, the full build) a heap's versions are
+    classified once for many snapshots (``_Classes``): visible or invisible to all
+    that have their xmin at or after a horizon, or depending on the snapshot.  The
+    "settled" classes also take a snapshot's committed xids as decided, for the later
+    snapshots that see them all committed.  The versions left depending
     on the snapshot are decided per (xmin, xmax) group; the groups are cut at the
     snapshot's xmax.  CatalogSnapshot builds the look-up tables of the always-visible
     rows once and completes copies of them with the rest (its ``parts``).
@@ -84,7 +92,7 @@ NOTES
         tc.add(spc, db, relnumber, block, offset, cmin, cmax, combocid)  # each NEW_CID
         snap = HistoricSnapshot(xmin, xmax, committed_xids, subxip=own_xids,
                                 curcid=cid, tuplecids=tc)
-        cat = pc.catalog_at(snap)                        # -> CatalogSnapshot (cached)
+        cat = pc.catalog_at(snap)                        # -> HistoricCatalog (cached)
         rel = cat.relation_by_filenode(spc, db, relnumber)
 
     ``catalog_at`` first applies the logical rewrite mapping files meant for the
@@ -112,6 +120,7 @@ INVARIANTS
 
 from __future__ import annotations
 
+import gc
 import json
 import struct
 import sys
@@ -139,11 +148,13 @@ from ..wal.bufpage import (
     HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID,
     LP_NORMAL,
+    SIZE_OF_PAGE_HEADER_DATA,
     HeapPage,
     HeapTupleHeader,
 )
 from ._catalog_layouts import CATALOG_LAYOUTS, OPTIONAL_CATALOGS, TOAST_COLUMNS, TYPE_LAYOUTS
 from ._files import FileAccess
+from ._historic import HistoricCatalog
 from ._rowbuild import (
     _ANYARRAY,
     _BOOL,
@@ -160,7 +171,13 @@ from ._rowbuild import (
     lead_reader,
 )
 from ._rowbuild import generate as generate_row_builder
-from .clog import Clog, MultiXacts, transaction_id_is_normal, transaction_id_precedes
+from .clog import (
+    Clog,
+    FirstNormalTransactionId,
+    MultiXacts,
+    transaction_id_is_normal,
+    transaction_id_precedes,
+)
 from .relation import Attribute, FirstUnpinnedObjectId, TupleDesc
 from .relmapper import RELMAPPER_FILENAME, RelMap
 from .snapshot import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, CatalogSnapshot, TablePart
@@ -211,23 +228,33 @@ UNPACK_INT_ARRAYS = True
 class TupleVersion:
     """One on-disk version of a catalog row (a heap tuple with its header)."""
 
-    __slots__ = ("catalog", "block", "offset", "header", "key", "_row")
+    __slots__ = ("catalog", "block", "offset", "header", "locator", "_row", "settled")
 
     def __init__(self, catalog: str, block: int, offset: int, header: HeapTupleHeader,
-                 key: Tuple[int, int, int, int, int]) -> None:
+                 locator: Tuple[int, int, int]) -> None:
         self.catalog = catalog
         self.block = block
         self.offset = offset
         #: HeapTupleHeaderData: t_xmin, t_xmax, t_field3 (cid), t_infomask, t_ctid ...
         self.header = header
-        #: (spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey
-        self.key = key
+        #: (spc, db, relnumber) of the heap file: one tuple shared by its versions
+        self.locator = locator
         self._row: Optional[Dict[str, Any]] = None
+        #: HeapTupleSatisfiesHistoricMVCC's answer once settled (``PhysicalCatalog.
+        #: _settled``): (visible, the xids it depends on), made at first use
+        self.settled: Optional[Tuple[bool, Tuple[int, ...]]] = None
 
     @property
     def ctid(self) -> Tuple[int, int]:
         """This version's own item pointer (block, offset)."""
         return (self.block, self.offset)
+
+    @property
+    def key(self) -> Tuple[int, int, int, int, int]:
+        """(spc, db, relnumber, block, offset): the ReorderBufferTupleCidKey (made when
+        asked for: a catalog holds hundreds of thousands of versions)."""
+        spc, db, rel = self.locator
+        return (spc, db, rel, self.block, self.offset)
 
     def __repr__(self) -> str:
         h = self.header
@@ -256,7 +283,7 @@ class _Heap:
     """One catalog relation's file and descriptor."""
 
     __slots__ = ("name", "oid", "locator", "path", "tupdesc", "columns", "toast", "versions",
-                 "plain", "settled", "converters", "builder", "deformed")
+                 "plain", "settled", "converters", "builder", "deformed", "keyed")
 
     def __init__(self, name: str, oid: int, locator: Tuple[int, int, int], path: str,
                  columns: Tuple[Tuple[str, int, int, bool, str], ...]) -> None:
@@ -279,6 +306,9 @@ class _Heap:
         #: versions went through the generic loop
         self.builder: Optional[RowBuilder] = None
         self.deformed = 0
+        #: column -> (value -> the versions with that value, in physical order)
+        #: (``PhysicalCatalog.keyed``), made at first use
+        self.keyed: Dict[str, Dict[Any, List[TupleVersion]]] = {}
 
 
 def _decline(raw: bytes, tp: bytes, hasnull: int) -> None:
@@ -405,6 +435,8 @@ class PhysicalCatalog:
         self.local_map = RelMap.from_bytes(local_map, f"{self.db_dir}/{RELMAPPER_FILENAME}")
         self._class_latest: Dict[int, Dict[str, Any]] = {}
         self._bootstrap()
+        #: the catalogs a snapshot of this catalog has (pg_proc is read for names only)
+        self.table_names: FrozenSet[str] = frozenset(n for n in self.layouts if n != "pg_proc")
         self._proc_names: Optional[Dict[int, str]] = None
         #: internal-language functions (their pg_proc version) and the prosrc aliases
         #: looked up so far (``_internal_src``)
@@ -412,6 +444,9 @@ class PhysicalCatalog:
         self._proc_src: Dict[int, Optional[str]] = {}
         #: attmissingval printers (array_out of the type) of built-in types, by type oid
         self._missing_printers: Dict[int, Callable[[bytes], str]] = {}
+        #: (catalog, column, key) -> (xids, rows): ``keyed_rows``' settled answers
+        self._settled_rows: Dict[Tuple[str, str, Any], Tuple[Tuple[int, ...],
+                                                             List[Dict[str, Any]]]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
@@ -572,22 +607,46 @@ class PhysicalCatalog:
         data = self._read_relation(heap.path)
         if len(data) % BLCKSZ:
             raise self._error(f"{heap.path} is {len(data)} bytes, not a multiple of {BLCKSZ}")
+        # the versions hold no reference cycles: a collection while they are made finds
+        # nothing and walks every object made so far (CPython: most of the load's time)
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            heap.versions = self._page_versions(heap, data)
+        finally:
+            if paused:
+                gc.enable()
+        return heap.versions
+
+    def _page_versions(self, heap: _Heap, data: bytes) -> List[TupleVersion]:
+        """heapgettup_pagemode over every block: a TupleVersion per LP_NORMAL line
+        pointer with storage (PageGetItem's checks of the line pointer)."""
         out: List[TupleVersion] = []
-        spc, db, rel = heap.locator
+        append = out.append
+        loc = heap.locator
+        name, path = heap.name, heap.path
         for blkno in range(len(data) // BLCKSZ):
             try:
-                page = HeapPage(data[blkno * BLCKSZ:(blkno + 1) * BLCKSZ], file=heap.path)
-                if page.is_new():
+                page = HeapPage(data[blkno * BLCKSZ:(blkno + 1) * BLCKSZ], file=path)
+                n = page.max_offset_number()
+                if page.is_new() or not n:
                     continue
-                for offnum, _off, flags, length in page.line_pointers():
-                    if flags != LP_NORMAL or not length:
+                raw = page.data
+                upper, special = page.pd_upper, page.pd_special
+                words = struct.unpack_from(f"<{n}I", raw, SIZE_OF_PAGE_HEADER_DATA)
+                for i, w in enumerate(words):
+                    length = w >> 17
+                    if (w >> 15) & 3 != LP_NORMAL or not length:
                         continue
-                    hdr = HeapTupleHeader(page.tuple(offnum), file=heap.path)
-                    out.append(TupleVersion(heap.name, blkno, offnum, hdr,
-                                            (spc, db, rel, blkno, offnum)))
+                    off = w & 0x7FFF
+                    if off < upper or off + length > special or off & 7:
+                        raise CatalogError(f"corrupted line pointer {i + 1}: offset = {off}, "
+                                           f"size = {length}")
+                    hdr = HeapTupleHeader(raw[off:off + length], file=path)
+                    append(TupleVersion(name, blkno, i + 1, hdr, loc))
             except PglogicalError as err:
-                raise self._error(f"{heap.path} block {blkno}: {err}") from None
-        heap.versions = out
+                raise self._error(f"{path} block {blkno}: {err}") from None
         return out
 
     def versions(self, catalog: str) -> List[TupleVersion]:
@@ -899,6 +958,174 @@ class PhysicalCatalog:
             return self._committed_latest(tv)
         return satisfies_historic_mvcc(tv.header, snapshot, self.clog, tv.key, self.multixacts)
 
+    # -- look-ups by key (the historic catalog's cache misses) ---------------------------
+
+    def keyed(self, catalog: str, column: str) -> Dict[Any, List[TupleVersion]]:
+        """The versions of ``catalog`` by the value of ``column`` (as ``row`` gives it),
+        each key's in physical order; made once per heap and column.  ``"filenode"`` of
+        pg_class is the file number the row's ``filenode`` holds (0 for none);
+        ``"attrelid>0"`` of pg_attribute indexes the user columns only (attnum > 0, the
+        rows a relation's descriptor is built from), so that looking a relation up
+        deforms none of its system columns' versions.
+
+        The value is read from the leading fixed-width attributes without deforming the
+        version (``_rowbuild.lead_reader``) where it is one of them and they are all
+        present; otherwise from the deformed row.
+        """
+        heap = self._heaps[catalog]
+        index = heap.keyed.get(column)
+        if index is not None:
+            return index
+        versions = self._load(heap)
+        index = {}
+        user_cols = column == "attrelid>0"
+        if catalog == "pg_class" and column == "filenode":
+            want: Tuple[str, ...] = ("oid", "relfilenode", "relisshared")
+        elif user_cols:
+            want = ("attrelid", "attnum")
+        else:
+            want = (column,)
+        read = lead_reader(heap.columns, want)
+        is_name = read is not None and column != "filenode" and any(
+            c[0] == column and c[1] == _NAME for c in heap.columns)
+        # a row given whole (catalog redo's export rows) may hold an oid as its text:
+        # keys of integer columns are ints, as the look-ups (and CatalogSnapshot) use
+        is_int = any(c[0] == column and c[1] in _INTS for c in heap.columns)
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for tv in versions:
+                h = tv.header
+                vals = None
+                if read is not None:
+                    raw = h.raw
+                    try:
+                        vals = read(raw, raw[h.t_hoff:], h.t_infomask & HEAP_HASNULL)
+                    except struct.error:
+                        vals = None
+                if vals is None:
+                    row = self._deform_cached(heap, tv)
+                    if user_cols:
+                        if int(row["attnum"]) <= 0:
+                            continue
+                        key: Any = int(row["attrelid"])
+                    elif column == "filenode":
+                        key = int(row.get("filenode") or 0)
+                    else:
+                        key = row.get(column)
+                        if is_int and key is not None:
+                            key = int(key)
+                elif user_cols:
+                    if vals[1] <= 0:
+                        continue
+                    key = vals[0]
+                elif column == "filenode":
+                    oid, relfilenode, shared = vals
+                    # (relisshared, a bool, is read as its byte)
+                    key = relfilenode or (self.shared_map if shared[0] else self.local_map
+                                          ).filenumber(oid) or 0
+                elif is_name:
+                    key = vals[0].split(b"\0", 1)[0].decode("utf-8", "replace")
+                else:
+                    key = vals[0]
+                got = index.get(key)
+                if got is None:
+                    index[key] = [tv]
+                else:
+                    got.append(tv)
+        finally:
+            if paused:
+                gc.enable()
+        heap.keyed[column] = index
+        return index
+
+    def keyed_rows(self, catalog: str, column: str, key: Any,
+                   snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
+        """The rows of ``catalog`` whose ``column`` is ``key``, visible to ``snapshot``
+        (None: the latest committed), in physical order: what ``rows_at`` gives with
+        that value, from the versions that have it.  The list is shared: not to be
+        changed.
+
+        Settled answers are kept: when every version of the key is settled for the
+        snapshot (``_settled``: each xid it depends on precedes the snapshot's xmin and
+        is not its own), the rows are those of every other snapshot for which that
+        holds, and are kept for them (``_settled_rows``).
+        """
+        cands = self.keyed(catalog, column).get(key)
+        if not cands:
+            return []
+        heap = self._heaps[catalog]
+        out: List[Dict[str, Any]] = []
+        if snapshot is None:
+            for tv in cands:
+                if self._committed_latest(tv):
+                    out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+            return out
+        xmin = snapshot.xmin
+        own = snapshot._subxip_set
+        normal = xmin >= FirstNormalTransactionId
+        mkey = (catalog, column, key)
+        if normal:
+            memo = self._settled_rows.get(mkey)
+            if memo is not None:
+                for x in memo[0]:
+                    if x in own or ((x - xmin) & 0xFFFFFFFF < 0x80000000
+                                    if x >= FirstNormalTransactionId else x >= xmin):
+                        break  # not settled for this snapshot
+                else:
+                    return memo[1]
+        clog, multis = self.clog, self.multixacts
+        settled_all = normal
+        relevant: List[int] = []
+        for tv in cands:
+            vis = None
+            if settled_all:
+                st = tv.settled
+                if st is None:
+                    st = tv.settled = self._settled(tv)
+                for x in st[1]:
+                    if x in own or ((x - xmin) & 0xFFFFFFFF < 0x80000000
+                                    if x >= FirstNormalTransactionId else x >= xmin):
+                        settled_all = False
+                        break
+                else:
+                    vis = st[0]
+                    relevant.extend(st[1])
+            if vis is None:
+                vis = satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis)
+            if vis:
+                out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
+        if settled_all:
+            self._settled_rows[mkey] = (tuple(set(relevant)), out)
+        return out
+
+    def _settled(self, tv: TupleVersion) -> Tuple[bool, Tuple[int, ...]]:
+        """HeapTupleSatisfiesHistoricMVCC's answer for ``tv`` under every historic
+        snapshot with a normal xmin that each of the returned xids precedes and none
+        of which is its own: those xids are judged by the commit log (hint bits
+        first), the same way for all such snapshots."""
+        h = tv.header
+        infomask = h.t_infomask
+        frozen = infomask & HEAP_XMIN_FROZEN
+        if frozen == HEAP_XMIN_INVALID:
+            return False, ()
+        relevant: Tuple[int, ...] = ()
+        if frozen != HEAP_XMIN_FROZEN:
+            xmin = h.t_xmin
+            relevant = (xmin,)
+            if not (infomask & HEAP_XMIN_COMMITTED) and not self.clog.did_commit(xmin):
+                return False, relevant
+        if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
+            return True, relevant
+        xmax = h.t_xmax
+        if infomask & HEAP_XMAX_IS_MULTI:
+            xmax = self.multixacts.update_xid(xmax)
+        relevant += (xmax,)
+        if infomask & HEAP_XMAX_COMMITTED:
+            return False, relevant
+        return not self.clog.did_commit(xmax), relevant
+
     # -- catalog snapshots ---------------------------------------------------------------
 
     def rows_at(self, catalog: str, snapshot: Optional[HistoricSnapshot]) -> List[Dict[str, Any]]:
@@ -1125,21 +1352,21 @@ class PhysicalCatalog:
         """RelidByRelfilenumber under ``snapshot`` when the answer is a system catalog
         (pinned oid, IsCatalogRelationOid), else None (a user relation, none, or
         more than one version visible: ask the snapshot's catalog).  Only the
-        pg_class versions with that file are tested, not the whole catalog."""
-        index = self._class_by_file
-        if index is None:
-            index = self._class_by_file = {}
-            heap = self._heaps["pg_class"]
-            for tv in self._load(heap):
-                row = self._deform_cached(heap, tv)
-                fn = row.get("filenode")
-                if fn:
-                    index.setdefault((self._locate(row)[0], int(fn)), []).append(tv)
+        pg_class versions with that file are tested, not the whole catalog, and only
+        they are deformed (for their tablespace)."""
         if spc == 0:
             spc = self.default_tablespace
         if db != (0 if spc == GLOBALTABLESPACE_OID else self.database_oid):
             return None
+        index = self._class_by_file
+        if index is None:
+            index = self._class_by_file = {}
         cands = index.get((spc, relnode))
+        if cands is None:
+            heap = self._heaps["pg_class"]
+            cands = index[(spc, relnode)] = [
+                tv for tv in self.keyed("pg_class", "filenode").get(relnode, ())
+                if self._locate(self._deform_cached(heap, tv))[0] == spc]
         if not cands:
             return None
         if snapshot.subxip and snapshot.tuplecids is not None:
@@ -1150,8 +1377,14 @@ class PhysicalCatalog:
         oid = int(self.row(seen[0])["oid"])
         return oid if oid < FirstUnpinnedObjectId else None
 
+    #: ``catalog_at`` gives a HistoricCatalog (``_historic.py``: entries looked up key by
+    #: key) instead of a CatalogSnapshot built whole (``full_catalog_at``, the reference)
+    lazy = True
+
     def catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
-        """A CatalogSnapshot of the catalog as ``snapshot`` sees it (cached per key)."""
+        """The catalog as ``snapshot`` sees it (cached per key): a HistoricCatalog, whose
+        entries are computed at their first look-up from the versions of their key
+        (``_historic.py``), or with ``lazy`` off the CatalogSnapshot built whole."""
         if snapshot is not None and snapshot.subxip and snapshot.tuplecids is not None:
             self._apply_mappings(snapshot)
         key: Tuple[object, ...] = ("latest",) if snapshot is None else snapshot.cache_key()
@@ -1160,6 +1393,23 @@ class PhysicalCatalog:
             self._cache.move_to_end(key)
             return cat
         self.proc_name(0)  # regproc names need pg_proc first
+        cat = HistoricCatalog(self, snapshot) if self.lazy else self._full_catalog(snapshot)
+        self._cache[key] = cat
+        if len(self._cache) > self.cache_size:
+            # the least recently used snapshot goes; built again if asked for again
+            self._cache.popitem(last=False)
+            self.cache_evictions += 1
+        return cat
+
+    def full_catalog_at(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
+        """A CatalogSnapshot built from every row ``snapshot`` sees (not cached): the
+        general path ``catalog_at``'s HistoricCatalog answers as."""
+        if snapshot is not None and snapshot.subxip and snapshot.tuplecids is not None:
+            self._apply_mappings(snapshot)
+        self.proc_name(0)
+        return self._full_catalog(snapshot)
+
+    def _full_catalog(self, snapshot: Optional[HistoricSnapshot]) -> CatalogSnapshot:
         data: Dict[str, Any] = {
             "lsn": self.lsn,
             "server_version_num": self.server_version_num,
@@ -1184,11 +1434,6 @@ class PhysicalCatalog:
                 self._fill_missing_values(cat, att[0])
                 self._filled_stable = att[0]
             self._fill_missing_values(cat, att[1])
-        self._cache[key] = cat
-        if len(self._cache) > self.cache_size:
-            # the least recently used snapshot goes; built again if asked for again
-            self._cache.popitem(last=False)
-            self.cache_evictions += 1
         return cat
 
     def _apply_mappings(self, snapshot: HistoricSnapshot) -> None:

@@ -868,7 +868,6 @@ class CatalogRedo:
                 if limit is not None and blk >= limit:
                     continue
                 rows_by_blk.setdefault(blk, []).append(r)
-        spc, db, rel = loc
         out: List[TupleVersion] = []
         for blkno in sorted(set(pages) | set(rows_by_blk)):
             page = pages.get(blkno)
@@ -879,8 +878,7 @@ class CatalogRedo:
                         continue
                     raw = self._normalised(heap, blkno, offnum, tup, loc != exported)
                     hdr = HeapTupleHeader(raw, file=heap.path)
-                    out.append(TupleVersion(heap.name, blkno, offnum, hdr,
-                                            (spc, db, rel, blkno, offnum)))
+                    out.append(TupleVersion(heap.name, blkno, offnum, hdr, loc))
                 continue
             for r in sorted(rows_by_blk[blkno], key=lambda r: int(r["ctid"][1])):
                 offnum = int(r["ctid"][1])
@@ -892,7 +890,7 @@ class CatalogRedo:
                 raw = _HEADER.pack(xmin, xmax, 0, blkno >> 16, blkno & 0xFFFF, offnum, 0,
                                    infomask, 24) + b"\0"
                 tv = TupleVersion(heap.name, blkno, offnum, HeapTupleHeader(raw, file=heap.path),
-                                  (spc, db, rel, blkno, offnum))
+                                  loc)
                 tv._row = pc.export_row(heap.name, r)
                 out.append(tv)
         return out
