@@ -31,6 +31,10 @@ Usage::
     .venv/bin/python benchmarks/bench_spark.py                  # --repeat 3, writes docs/spark.md
     .venv/bin/python benchmarks/bench_spark.py --repeat 1 --no-write --no-cluster \
         --w2-txns 50 --no-pg                                    # a smoke run
+    .venv/bin/python benchmarks/bench_spark.py --stream         # the streaming rows
+
+``--stream`` measures one micro-batch with 0, 50, 100 and 185 MB of WAL behind it, before
+and after the stream's restart point (benchmarks/_stream_bench.py).
 """
 
 from __future__ import annotations
@@ -85,6 +89,9 @@ def main() -> int:
     p.add_argument("--no-pg", action="store_true", help="skip PostgreSQL (cached timings)")
     p.add_argument("--feed", action="store_true", help="add the change feed on local[2]")
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/spark.md")
+    p.add_argument("--stream", action="store_true",
+                   help="the streaming rows only (benchmarks/_stream_bench.py): one "
+                        "micro-batch with 0-185 MB of WAL behind it, before and after")
     p.add_argument("--regenerate", action="store_true", help="redo the cached W2")
     p.add_argument("--w2-txns", type=int, default=1000,
                    help="W2's transactions (1000: the issue's; fewer for a smoke run)")
@@ -95,6 +102,8 @@ def main() -> int:
     if (args.w2_txns, args.w2_rows) != (1000, 1000) and not args.no_write:
         p.error("docs/spark.md holds the issue's W2 only: --no-write with other sizes")
     wd, meta = bd.load_or_generate("w2", wargs)
+    if args.stream:
+        return stream_rows(wd, meta, args)
     load_start = _load()
     print("load average at start:", load_start, flush=True)
     bd.precompile(sys.executable)
@@ -158,6 +167,21 @@ def main() -> int:
     if not args.no_write:
         write_doc(table)
     return 0 if ok else 1
+
+
+def stream_rows(wd: Path, meta: Dict[str, Any], args: argparse.Namespace) -> int:
+    """``--stream``: benchmarks/_stream_bench.py's table, into docs/spark.md."""
+    import _stream_bench as sb
+
+    load_start = _load()
+    results = sb.measure(wd, meta, args.repeat)
+    spark = sb.spark_batches(wd, meta)
+    text = sb.table(results, load_start, _load(), args.repeat) + "\n" + sb.spark_table(spark)
+    print(text)
+    if not args.no_write:
+        sb.write_doc(DOC, text)
+    return 0 if all(r["same"] for r in results) and all(
+        r["rows"] == 1002 for r in spark) else 1
 
 
 def _med(xs: List[float]) -> float:

@@ -60,23 +60,22 @@ NOTES
     form.  The change feed's batches are built column by column from the plugin's
     lists, in the Arrow types Spark derives from the read's schema.
 
-    Streaming.  Offsets are ``{"lsn": "X/X"}``: the slot's confirmed_flush a batch
-    reached.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
-    ``latestOffset`` is the end of valid WAL in the directory now (the end of the
-    last complete record, ``XLogReader.end_of_wal``; the scan resumes where the
-    previous one ended and reads records at header cost; a newest segment file that
-    is short or a cut-off compressed stream is one still being copied in, not there
-    yet, and the end stays before it); a micro-batch
-    ``(start, end]`` is the decode PostgreSQL's ``pg_logical_slot_get_changes(slot,
-    upto_lsn => end)`` makes on a slot whose confirmed_flush is ``start``: commits
-    whose record starts at or after ``start`` and ends at or before ``end``, one
-    partition.  Since a slot's confirmed_flush is exactly where the last call's last
-    record ended, consecutive micro-batches output every commit once.  Nothing is
-    remembered between micro-batches (``read`` is stateless): each one decodes again
-    from the slot's restart_lsn -- PostgreSQL would have moved restart_lsn forward
-    and kept serialized snapshots -- so a micro-batch costs a read of all the WAL
-    from restart_lsn to ``end`` (at header cost for the records before ``start``
-    that decoding skips), and the plugin's work only for its own commits.
+    Streaming.  A micro-batch ``(start, end]`` is the decode PostgreSQL's
+    ``pg_logical_slot_get_changes(slot, upto_lsn => end)`` makes on a slot whose
+    confirmed_flush is ``start``: commits whose record starts at or after ``start`` and
+    ends at or before ``end``, one partition.  Since a slot's confirmed_flush is exactly
+    where the last call's last record ended, consecutive micro-batches output every
+    commit once.  ``initialOffset`` is ``startLsn`` or the slot state's confirmed_flush;
+    ``latestOffset`` is the end of valid WAL in the directory now (the end of the last
+    complete record, ``XLogReader.end_of_wal``; the scan resumes where the previous one
+    ended and reads records at header cost; a newest segment file that is short or a
+    cut-off compressed stream is one still being copied in, not there yet, and the end
+    stays before it), or the commit a read limit ends the batch on.  The offsets also
+    carry the slot's restart point, moved forward as PostgreSQL moves restart_lsn, and
+    the snapshot builder there, so a batch reads its own range plus the span of the
+    transactions open at its start, not the history behind it; and they report what
+    each batch read (adapters/spark_stream.py: the offsets, the argument, the read
+    limits, what keeps reading from the slot's restart_lsn).
 
     A micro-batch is a decode made when the WAL ended at ``end``: where decoding asks
     the commit log (a prepared or streamed transaction rolled back concurrently,
@@ -104,6 +103,7 @@ INVARIANTS
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -141,6 +141,9 @@ FEED_PLUGIN = "pglogical_py.adapters.spark_feed:FeedPlugin"
 #: given
 DEFAULT_PARTITION_BYTES = 32 * 1024 * 1024
 
+#: the stream's log (a line per batch planned: adapters/spark_stream.py ``describe``)
+_log = logging.getLogger("pglogical_py.spark.stream")
+
 #: plugin options are data source options with this prefix
 PLUGIN_OPTION_PREFIX = "option."
 
@@ -171,7 +174,7 @@ _LSN_OPTIONS = {"restartlsn": "restart_lsn", "startlsn": "start_lsn", "endlsn": 
 _BOOL_OPTIONS = ("catalogredo", "twophase", "binary")
 _INT_OPTIONS = ("database", "batchrows", "partitions")
 _OTHER = ("path", "paths", "catalog", "workmem", "serverversion", "mode", "table",
-          "maxpartitionbytes", "images")
+          "maxpartitionbytes", "images", "maxbytespertrigger", "maxcommitspertrigger")
 _TRUE = ("true", "on", "yes", "1", "t", "y")
 _FALSE = ("false", "off", "no", "0", "f", "n")
 
@@ -227,6 +230,10 @@ class Options:
     #: the change feed's images without a table: ``variant``, ``json``, or "" (the
     #: installed Spark decides)
     images: str = ""
+    #: a stream's read limits (adapters/spark_stream.py): WAL bytes and commits per
+    #: micro-batch, 0 for none
+    max_bytes: int = 0
+    max_commits: int = 0
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Options:
@@ -243,6 +250,7 @@ class Options:
         partitions = 0
         partition_bytes = DEFAULT_PARTITION_BYTES
         images = ""
+        max_bytes = max_commits = 0
         for raw_key, value in options.items():
             key = raw_key.lower()
             if value is None:
@@ -317,6 +325,17 @@ class Options:
                     raise UsageError(f"option {raw_key}: {err.message}") from None
                 if partition_bytes < 1:
                     raise UsageError(f"option {raw_key}: must be at least 1 byte")
+            elif key == "maxbytespertrigger":
+                try:
+                    max_bytes = parse_size(value)
+                except UsageError as err:
+                    raise UsageError(f"option {raw_key}: {err.message}") from None
+                if max_bytes < 1:
+                    raise UsageError(f"option {raw_key}: must be at least 1 byte")
+            elif key == "maxcommitspertrigger":
+                max_commits = _int(raw_key, value)
+                if max_commits < 1:
+                    raise UsageError(f"option {raw_key}: must be at least 1")
             elif key == "images":
                 images = value.strip().lower()
                 if images not in ("variant", "json"):
@@ -357,7 +376,7 @@ class Options:
         parsed = cls(tuple(paths), catalog, tuple(sorted(args.items())), tuple(sorted(plugin)),
                      binary, batch_rows, parse_lsn(end) if end else None,
                      parse_lsn(start) if start else None, mode, table, partitions,
-                     partition_bytes, images)
+                     partition_bytes, images, max_bytes, max_commits)
         parsed.request()  # the settings checked here, on the driver
         return parsed
 
@@ -757,29 +776,35 @@ def _wal_stat(paths: Sequence[str]) -> Tuple[Tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-def _offset(lsn: int) -> Dict[str, Any]:
-    return {"lsn": format_lsn(lsn)}
+try:  # Spark 4.2+: Trigger.AvailableNow for Python data sources
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow as _AvailableNow
+except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
+    class _AvailableNow:  # type: ignore[no-redef]
+        """Spark before 4.2 has no Trigger.AvailableNow for Python sources."""
 
 
-def _offset_lsn(offset: Mapping[str, Any]) -> int:
-    try:
-        return parse_lsn(str(offset["lsn"]))
-    except (KeyError, TypeError):
-        raise UsageError(f"not a pglogical stream offset: {offset!r} (expected "
-                         '{"lsn": "X/X"})') from None
+class PglogicalStreamReader(DataSourceStreamReader, _AvailableNow):
+    """The micro-batch reader: successive ``get_changes`` calls on a slot whose
+    restart_lsn moves forward (adapters/spark_stream.py: the offsets, the restart point,
+    the read limits; the module's NOTES here: what a batch is).
 
-
-class PglogicalStreamReader(DataSourceStreamReader):
-    """The micro-batch reader: offsets are confirmed_flush LSNs (see the module's NOTES).
-
-    The driver-side reader keeps where its last end-of-WAL scan ended, so each scan
-    reads only the WAL added since.
+    The driver-side reader keeps its pass over the WAL (``StreamWalk``) between calls,
+    so each ``latestOffset`` reads only the WAL added since the last.
     """
 
     def __init__(self, options: Options, spec: Optional[FeedSpec] = None) -> None:
+        from .spark_stream import ReadLimits
+
         self.options = options
         self.spec = spec
         self._scanned: Optional[int] = None
+        self._walk: Any = None
+        self._available_now = False
+        self._limits = ReadLimits(options.max_commits, options.max_bytes,
+                                  options.end_lsn or 0)
+
+    def _slot_restart(self) -> int:
+        return slot_positions(self.options.request()).restart_lsn
 
     def _start(self) -> int:
         if self.options.start_lsn is not None:
@@ -787,43 +812,123 @@ class PglogicalStreamReader(DataSourceStreamReader):
         return slot_positions(self.options.request()).start_lsn
 
     def initialOffset(self) -> Dict[str, Any]:
-        """The slot's confirmed_flush (or ``startLsn``)."""
-        return _offset(self._start())
+        """The slot's confirmed_flush (or ``startLsn``), reading from its restart_lsn."""
+        from .spark_stream import StreamOffset
+
+        return StreamOffset(self._start(), self._slot_restart()).to_json()
+
+    def getDefaultReadLimit(self) -> Any:
+        """``maxBytesPerTrigger`` as ReadMaxBytes, else ``maxCommitsPerTrigger`` as
+        ReadMaxRows (counted in commits), else ReadAllAvailable (Spark 4.2+)."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
+
+        if self._limits.bytes:
+            return ReadMaxBytes(self._limits.bytes)
+        if self._limits.commits:
+            return ReadMaxRows(self._limits.commits)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: no offset past the end of valid WAL when the first batch
+        is planned (found then, from its start's restart point: a query restarted on a
+        large archive does not scan it all)."""
+        self._available_now = True
+
+    def _wal_end(self, begin: Any = None) -> int:
+        """The end of valid WAL now, scanned from where the last scan ended (the first
+        time from ``begin``'s restart point)."""
+        if self._scanned is None:
+            self._scanned = begin.restart_lsn if begin is not None else self._slot_restart()
+        self._scanned = max(self._scanned, end_of_wal(self.options.paths, self._scanned))
+        return self._scanned
 
     def latestOffset(self, start: Optional[Dict[str, Any]] = None,
                      limit: Any = None) -> Dict[str, Any]:
-        """The end of valid WAL now (never below ``start``; at most ``endLsn``).
+        """The end of the next batch: the end of valid WAL now (at most ``endLsn`` or
+        Trigger.AvailableNow's target), or the commit a read limit ends the batch on;
+        ``start`` itself when there is nothing new.  Spark 4.0 and 4.1 pass neither
+        argument: the batch then reads all available WAL from the last offset made."""
+        from .spark_stream import StreamOffset, limit_from_spark
 
-        ``start`` and ``limit`` are Spark 4.2's arguments (4.0 and 4.1 pass none); every
-        limit is read as ReadAllAvailable: a decode cannot stop at a row count and
-        resume without re-reading from restart_lsn anyway.
-        """
-        if self._scanned is None:
-            self._scanned = slot_positions(self.options.request()).restart_lsn
-        self._scanned = max(self._scanned, end_of_wal(self.options.paths, self._scanned))
-        end = self._scanned
-        if self.options.end_lsn is not None:
-            end = min(end, self.options.end_lsn)
-        if start is not None:
-            end = max(end, _offset_lsn(start))
-        return _offset(end)
+        slot_restart = self._slot_restart()
+        if start is None:
+            if self._walk is not None and self._walk.at is not None:
+                begin = self._walk.at
+            else:
+                begin = StreamOffset.from_json(self.initialOffset(), slot_restart)
+        else:
+            begin = StreamOffset.from_json(start, slot_restart)
+        end = max(self._wal_end(begin), begin.lsn)
+        if self._available_now:
+            self._available_now = False
+            target = min(end, self._limits.target) if self._limits.target else end
+            self._limits = replace(self._limits, target=target)
+        # Spark 4.0 / 4.1 (no start): everything available, since where the query
+        # resumed is not known here (the end offset must not fall behind it)
+        limits = (limit_from_spark(limit, self._limits) if start is not None
+                  else replace(self._limits, commits=0, bytes=0))
+        if limits.target:
+            end = min(end, max(limits.target, begin.lsn))
+        if end <= begin.lsn:
+            return start if start is not None else begin.to_json()
+        walk = self._walk_at(begin)
+        if walk.fallback is not None:
+            limits = replace(limits, commits=0, bytes=0)
+        try:
+            out: StreamOffset = walk.advance(begin, end, limits)
+        except BaseException:
+            # the pass stopped part-way: the next call starts a new one
+            self.stop()
+            raise
+        _log.info("pglogical stream %s", out.describe())
+        return out.to_json()
+
+    def _walk_at(self, begin: Any) -> Any:
+        """The driver's pass standing at ``begin`` (kept, or a new one from its restart
+        point)."""
+        from .spark_stream import StreamWalk
+
+        walk = self._walk
+        if walk is not None and walk.at is not None and walk.at.to_json() == begin.to_json():
+            return walk
+        if walk is not None and walk.at is None and walk.start.to_json() == begin.to_json():
+            return walk
+        if walk is not None:
+            walk.close()
+        self._walk = None
+        self._walk = StreamWalk(self.options.request(), begin)
+        return self._walk
 
     def partitions(self, start: Dict[str, Any], end: Dict[str, Any]
                    ) -> Sequence[InputPartition]:
-        """One decode of the commits in (start, end], or none when start == end."""
-        lo, hi = _offset_lsn(start), _offset_lsn(end)
-        if hi <= lo:
+        """One decode of the commits in (start, end] from the start's restart point, or
+        none when the batch outputs nothing (no commit, no message ends in it)."""
+        from .spark_stream import StreamOffset
+
+        slot_restart = self._slot_restart()
+        lo = StreamOffset.from_json(start, slot_restart)
+        hi = StreamOffset.from_json(end, slot_restart)
+        if hi.lsn <= lo.lsn:
             return []
-        return [WalPartition(self.options, start_lsn=lo, end_lsn=hi, spec=self.spec)]
+        if hi.batch is not None and not (hi.batch.commits or hi.batch.messages):
+            return []
+        planned = PlannedPartition(1, lo.restart_lsn, lo.lsn, hi.lsn, lo.builder)
+        return [WalPartition(self.options, start_lsn=lo.lsn, end_lsn=hi.lsn,
+                             planned=planned, spec=self.spec)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """The micro-batch's rows, as Arrow record batches (stateless: see NOTES)."""
+        """The micro-batch's rows, as Arrow record batches."""
         assert isinstance(partition, WalPartition)
         return _read(partition)
 
     def commit(self, end: Dict[str, Any]) -> None:
         """Nothing to release: there is no slot to advance (the WAL is the user's)."""
         return None
+
+    def stop(self) -> None:
+        if self._walk is not None:
+            self._walk.close()
+            self._walk = None
 
 
 class PglogicalDataSource(DataSource):
@@ -879,6 +984,9 @@ class PglogicalDataSource(DataSource):
         The session settings the output functions read (default time zone UTC).
     batchRows : int
         Rows per Arrow batch (4096).
+    maxBytesPerTrigger, maxCommitsPerTrigger : str
+        A stream's read limits (Spark 4.2+): a micro-batch ends on the first commit that
+        much WAL after its start, or after that many commits.
 
     Partitioning
     ------------
@@ -887,7 +995,7 @@ class PglogicalDataSource(DataSource):
     with the snapshot builder serialized there by the plan; the partitions in order
     give the sequential decode's rows.  Streamed in-progress transactions, two-phase
     decoding, catalog redo and other plugins keep one partition; a micro-batch is one
-    partition.
+    partition, read from the stream's restart point (adapters/spark_stream.py).
 
     Examples
     --------
