@@ -172,13 +172,15 @@ def table(results: List[Dict[str, Any]], load_start: str, load_end: str, repeat:
     return "\n".join(lines)
 
 
-def write_doc(doc: Any, text: str) -> None:
+def write_doc(doc: Any, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """``text`` in place of what ``doc`` holds between the markers ``begin`` and ``end``
+    (bench_spark.py's own table uses it too)."""
     body = doc.read_text()
-    if BEGIN not in body:
-        raise SystemExit(f"{doc} has no {BEGIN} marker")
-    head, rest = body.split(BEGIN, 1)
-    _old, tail = rest.split(END, 1)
-    doc.write_text(head + BEGIN + "\n" + text + "\n" + END + tail)
+    if begin not in body:
+        raise SystemExit(f"{doc} has no {begin} marker")
+    head, rest = body.split(begin, 1)
+    _old, tail = rest.split(end, 1)
+    doc.write_text(head + begin + "\n" + text + "\n" + end + tail)
 
 
 def load() -> str:

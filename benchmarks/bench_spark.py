@@ -246,12 +246,9 @@ def _pyspark_version() -> str:
 
 
 def write_doc(table: str) -> None:
-    text = DOC.read_text()
-    if BEGIN_MARK not in text:
-        raise SystemExit(f"{DOC} has no {BEGIN_MARK} marker")
-    head, rest = text.split(BEGIN_MARK, 1)
-    _old, tail = rest.split(END_MARK, 1)
-    DOC.write_text(head + BEGIN_MARK + "\n" + table + "\n" + END_MARK + tail)
+    import _stream_bench as sb
+
+    sb.write_doc(DOC, table, BEGIN_MARK, END_MARK)
 
 
 if __name__ == "__main__":

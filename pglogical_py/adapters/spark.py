@@ -195,6 +195,17 @@ def _int(key: str, text: str) -> int:
         raise UsageError(f"option {key}: {text!r} is not an integer") from None
 
 
+def _positive_size(key: str, text: str) -> int:
+    """A size option (``32MB``), at least one byte."""
+    try:
+        size = parse_size(text)
+    except UsageError as err:
+        raise UsageError(f"option {key}: {err.message}") from None
+    if size < 1:
+        raise UsageError(f"option {key}: must be at least 1 byte")
+    return size
+
+
 def _lsn(key: str, text: str) -> int:
     try:
         return parse_lsn(text)
@@ -319,19 +330,9 @@ class Options:
                 if partitions < 1:
                     raise UsageError(f"option {raw_key}: must be at least 1")
             elif key == "maxpartitionbytes":
-                try:
-                    partition_bytes = parse_size(value)
-                except UsageError as err:
-                    raise UsageError(f"option {raw_key}: {err.message}") from None
-                if partition_bytes < 1:
-                    raise UsageError(f"option {raw_key}: must be at least 1 byte")
+                partition_bytes = _positive_size(raw_key, value)
             elif key == "maxbytespertrigger":
-                try:
-                    max_bytes = parse_size(value)
-                except UsageError as err:
-                    raise UsageError(f"option {raw_key}: {err.message}") from None
-                if max_bytes < 1:
-                    raise UsageError(f"option {raw_key}: must be at least 1 byte")
+                max_bytes = _positive_size(raw_key, value)
             elif key == "maxcommitspertrigger":
                 max_commits = _int(raw_key, value)
                 if max_commits < 1:

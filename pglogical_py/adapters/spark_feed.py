@@ -551,22 +551,33 @@ def encode_variant(obj: Dict[str, Any]) -> Tuple[bytes, bytes]:
     osize = _int_size(max(total, len(keys)))
     meta = bytearray([1 | (1 << 4) | ((osize - 1) << 6)])  # version 1, sorted keys
     meta += len(keys).to_bytes(osize, "little")
-    pos = 0
-    for k in encoded:
-        meta += pos.to_bytes(osize, "little")
-        pos += len(k)
-    meta += pos.to_bytes(osize, "little")
-    for k in encoded:
-        meta += k
+    _put_offsets_and_bodies(meta, encoded, osize)
     return bytes(out), bytes(meta)
 
 
-def _write_object(out: bytearray, fields: List[Tuple[int, Any]]) -> None:
+def _value_bodies(values: Iterable[Any]) -> List[bytes]:
     bodies: List[bytes] = []
-    for _id, v in fields:
+    for v in values:
         buf = bytearray()
         _write_value(buf, v)
         bodies.append(bytes(buf))
+    return bodies
+
+
+def _put_offsets_and_bodies(out: bytearray, bodies: List[bytes], size: int) -> None:
+    """The variant encoding's offset list (each body's start, then the end, ``size``
+    bytes each, little-endian) followed by the bodies themselves."""
+    pos = 0
+    for body in bodies:
+        out += pos.to_bytes(size, "little")
+        pos += len(body)
+    out += pos.to_bytes(size, "little")
+    for body in bodies:
+        out += body
+
+
+def _write_object(out: bytearray, fields: List[Tuple[int, Any]]) -> None:
+    bodies = _value_bodies(v for _id, v in fields)
     n = len(fields)
     total = sum(len(b) for b in bodies)
     large = n > 0xFF
@@ -577,34 +588,18 @@ def _write_object(out: bytearray, fields: List[Tuple[int, Any]]) -> None:
     out += n.to_bytes(4 if large else 1, "little")
     for i, _v in fields:
         out += i.to_bytes(id_size, "little")
-    pos = 0
-    for body in bodies:
-        out += pos.to_bytes(off_size, "little")
-        pos += len(body)
-    out += pos.to_bytes(off_size, "little")
-    for body in bodies:
-        out += body
+    _put_offsets_and_bodies(out, bodies, off_size)
 
 
 def _write_array(out: bytearray, items: Iterable[Any]) -> None:
-    bodies: List[bytes] = []
-    for v in items:
-        buf = bytearray()
-        _write_value(buf, v)
-        bodies.append(bytes(buf))
+    bodies = _value_bodies(items)
     n = len(bodies)
     total = sum(len(b) for b in bodies)
     large = n > 0xFF
     off_size = _int_size(total)
     out.append((((1 if large else 0) << 2 | (off_size - 1)) << 2) | _ARRAY)
     out += n.to_bytes(4 if large else 1, "little")
-    pos = 0
-    for body in bodies:
-        out += pos.to_bytes(off_size, "little")
-        pos += len(body)
-    out += pos.to_bytes(off_size, "little")
-    for body in bodies:
-        out += body
+    _put_offsets_and_bodies(out, bodies, off_size)
 
 
 def _prim(out: bytearray, t: int) -> None:
