@@ -104,7 +104,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   % (kind, wd), file=sys.stderr)
             return 2
         meta = json.loads(meta_path.read_text())
-        for label, python, _extra in bench_decode.interpreters(args.decoders.split(",")):
+        for label, python, _extra, _tree in bench_decode.interpreters(args.decoders.split(",")):
             if python is None:
                 print("| %s | %s | (not installed) | | |" % (kind, label))
                 continue

@@ -311,6 +311,17 @@ class _Heap:
         self.keyed: Dict[str, Dict[Any, List[TupleVersion]]] = {}
 
 
+def _settled_for(xids: Tuple[int, ...], xmin: int, own: Any) -> bool:
+    """Whether versions settled by ``xids`` (``PhysicalCatalog._settled``) are settled
+    for a snapshot of normal ``xmin`` whose own xids are ``own``: each precedes xmin
+    and none is its own."""
+    for x in xids:
+        if x in own or ((x - xmin) & 0xFFFFFFFF < 0x80000000
+                        if x >= FirstNormalTransactionId else x >= xmin):
+            return False
+    return True
+
+
 def _decline(raw: bytes, tp: bytes, hasnull: int) -> None:
     """The row builder of a heap that has none: every tuple takes the generic loop."""
     return None
@@ -449,6 +460,9 @@ class PhysicalCatalog:
                                                              List[Dict[str, Any]]]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
+        #: (tablespace, file number) -> (xids, answer): ``system_relid_by_filenode``'s
+        #: settled answers
+        self._settled_sysrel: Dict[Tuple[int, int], Tuple[Tuple[int, ...], Optional[int]]] = {}
         #: CatalogSnapshots by snapshot key, least recently used first (bounded)
         self._cache: OrderedDict[Tuple[object, ...], CatalogSnapshot] = OrderedDict()
         #: per catalog table, the indexes CatalogSnapshot built from its always-visible
@@ -1353,7 +1367,9 @@ class PhysicalCatalog:
         (pinned oid, IsCatalogRelationOid), else None (a user relation, none, or
         more than one version visible: ask the snapshot's catalog).  Only the
         pg_class versions with that file are tested, not the whole catalog, and only
-        they are deformed (for their tablespace)."""
+        they are deformed (for their tablespace).  An answer from versions all
+        settled for the snapshot is kept for every snapshot they are settled for
+        (``_settled_sysrel``), as ``keyed_rows`` keeps its rows."""
         if spc == 0:
             spc = self.default_tablespace
         if db != (0 if spc == GLOBALTABLESPACE_OID else self.database_oid):
@@ -1371,11 +1387,39 @@ class PhysicalCatalog:
             return None
         if snapshot.subxip and snapshot.tuplecids is not None:
             self._apply_mappings(snapshot)
-        seen = [tv for tv in cands if self.visible(tv, snapshot)]
-        if len(seen) != 1:
-            return None
-        oid = int(self.row(seen[0])["oid"])
-        return oid if oid < FirstUnpinnedObjectId else None
+        xmin = snapshot.xmin
+        normal = xmin >= FirstNormalTransactionId
+        if normal:
+            memo = self._settled_sysrel.get((spc, relnode))
+            if memo is not None and _settled_for(memo[0], xmin, snapshot._subxip_set):
+                return memo[1]
+        # as keyed_rows: when every candidate is settled for the snapshot, the answer
+        # is every such snapshot's (a DDL transaction asks again at each command id)
+        seen = []
+        settled_all = normal
+        relevant: List[int] = []
+        for tv in cands:
+            vis = None
+            if settled_all:
+                st = tv.settled
+                if st is None:
+                    st = tv.settled = self._settled(tv)
+                if _settled_for(st[1], xmin, snapshot._subxip_set):
+                    vis = st[0]
+                    relevant.extend(st[1])
+                else:
+                    settled_all = False
+            if vis is None:
+                vis = self.visible(tv, snapshot)
+            if vis:
+                seen.append(tv)
+        answer: Optional[int] = None
+        if len(seen) == 1:
+            oid = int(self.row(seen[0])["oid"])
+            answer = oid if oid < FirstUnpinnedObjectId else None
+        if settled_all:
+            self._settled_sysrel[(spc, relnode)] = (tuple(set(relevant)), answer)
+        return answer
 
     #: ``catalog_at`` gives a HistoricCatalog (``_historic.py``: entries looked up key by
     #: key) instead of a CatalogSnapshot built whole (``full_catalog_at``, the reference)

@@ -267,8 +267,19 @@ def settings_for(settings: Optional[OutputSettings],
     if not settings.major and catalog is not None:
         cmajor = getattr(catalog, "major", 0)
         if isinstance(cmajor, int) and cmajor:
-            settings = replace(settings, major=cmajor)
+            # the settings with that major, made once: ``replace`` runs the dataclass'
+            # __init__ and its checks (~8 us on CPython), and a relation's descriptor
+            # asks once per column (a DDL transaction's each new one)
+            key = (settings, cmajor)
+            got = _WITH_MAJOR.get(key)
+            if got is None:
+                got = _WITH_MAJOR[key] = replace(settings, major=cmajor)
+            settings = got
     return settings
+
+
+#: ``settings_for``'s settings with the catalog's major, by (settings, major)
+_WITH_MAJOR: Dict[Tuple[OutputSettings, int], OutputSettings] = {}
 
 
 def output_function(
