@@ -576,7 +576,10 @@ def test_read_ahead_yields_what_a_read_in_order_does(tmp_path: Path) -> None:
     assert list(iter_segments(str(tmp_path), read_ahead=True)) == segs
     got = list(iter_segments(str(tmp_path), start_lsn=(2 << 20) + 5, end_lsn=(3 << 20) + 10,
                              read_ahead=True))
-    assert got == segs[1:3]
+    # from the segment of start_lsn; those after end_lsn's are offered too (a last
+    # record's continuation), as without read-ahead
+    assert got == segs[1:] == list(iter_segments(str(tmp_path), start_lsn=(2 << 20) + 5,
+                                                 end_lsn=(3 << 20) + 10))
     # the reader over it: every record, as without read-ahead
     _r, recs = read_all(list(iter_segments(str(tmp_path), read_ahead=True)))
     _r2, recs2 = read_all(segs)
@@ -626,7 +629,10 @@ def test_adapter_errors(tmp_path: Path) -> None:
     assert name in str(ei2.value)
 
 
-def test_adapter_range_reads_only_overlapping_segments(tmp_path: Path) -> None:
+def test_adapter_range_starts_at_the_segment_of_its_start(tmp_path: Path) -> None:
+    """Segments before start_lsn's are not read; after the one holding end_lsn, the next
+    ones are offered, read only when the reader asks (the record reaching end_lsn may go
+    on into them: tests/test_end_at_segment_boundary.py)."""
     from pglogical_py.adapters.files import iter_segments
 
     w = WalBuilder()
@@ -637,7 +643,8 @@ def test_adapter_range_reads_only_overlapping_segments(tmp_path: Path) -> None:
     got = [
         n for n, _d in iter_segments(str(tmp_path), start_lsn=(2 << 20) + 5, end_lsn=(3 << 20) + 10)
     ]
-    assert got == ["000000010000000000000002", "000000010000000000000003"]
+    assert got == ["000000010000000000000002", "000000010000000000000003",
+                   "000000010000000000000004"]
     # and the reader reads that range
     lsns = [x for x in w.lsns if (2 << 20) + 5 <= x]
     segs = list(iter_segments(str(tmp_path), start_lsn=lsns[0], end_lsn=(3 << 20) + 10))

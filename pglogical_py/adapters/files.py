@@ -21,9 +21,14 @@ NOTES
     switch point); pass ``timeline=`` to read one timeline only.
 
     Laziness.  Segments are read one at a time, when the reader asks for the next
-    one; only segments overlapping ``[start_lsn, end_lsn]`` are read at all.  The
-    segment size needed to map LSNs to files is taken from the first file's long
-    page header (its first 40 bytes).
+    one, from the one holding ``start_lsn``.  ``end_lsn`` does not stop the files
+    offered: the last record a decode needs is the one that *reaches* ``end_lsn``
+    (logicalfuncs.c stops after the record whose EndRecPtr passes upto_lsn), and it
+    may go on into the segments after it; they are read only if the reader asks for
+    them (pg_waldump's ``-e`` does not: XLogReader's own ``end_lsn`` stops before a
+    record that would extend past it).  The segment
+    size needed to map LSNs to files is taken from the first file's long page header
+    (its first 40 bytes).
 
     Read-ahead.  ``iter_segments(read_ahead=True)`` (the command line's decode under
     CPython, ``cli.decode.READ_AHEAD``) reads the plain file after the one just
@@ -319,10 +324,11 @@ def iter_segments(
 ) -> Iterator[Tuple[str, bytes]]:
     """Yield ``(name, bytes)`` for the WAL segments in ``paths_or_dir``, lazily.
 
-    Only segments overlapping ``[start_lsn, end_lsn]`` are read (the one holding
-    ``start_lsn`` through the one holding ``end_lsn``), one at a time.  With
-    ``read_ahead`` the plain file after the one just yielded is read on a thread
-    meanwhile (see NOTES).
+    From the segment holding ``start_lsn`` on, one at a time as the caller asks:
+    those overlapping ``[start_lsn, end_lsn]`` and, after them, those a record that
+    starts before ``end_lsn`` goes on into.  With ``read_ahead`` the plain file after
+    the one just yielded is read on a thread meanwhile, up to the one holding
+    ``end_lsn`` (see NOTES).
     """
     files = find_segment_files(paths_or_dir, timeline=timeline)
     if read_ahead:
@@ -357,7 +363,8 @@ def select_segments(
 def _iter(
     files: List[SegmentFile], start_lsn: Optional[int], end_lsn: Optional[int]
 ) -> Iterator[Tuple[str, bytes]]:
-    for f in select_segments(files, start_lsn, end_lsn):
+    # no upper bound: the record reaching end_lsn may continue past it (NOTES)
+    for f in select_segments(files, start_lsn, None):
         yield f.name, read_segment(f)
 
 
@@ -396,13 +403,16 @@ class _ReadAhead:
 def _iter_ahead(
     files: List[SegmentFile], start_lsn: Optional[int], end_lsn: Optional[int]
 ) -> Iterator[Tuple[str, bytes]]:
-    """``_iter`` reading each plain file while the file before it is used."""
-    selected = select_segments(files, start_lsn, end_lsn)
+    """``_iter`` reading each plain file while the file before it is used; files
+    after the one holding ``end_lsn`` (a last record's continuation) are read only
+    when asked for."""
+    offered = select_segments(files, start_lsn, None)
+    needed = len(select_segments(offered, start_lsn, end_lsn))
     ahead: Optional[_ReadAhead] = None
-    for i, f in enumerate(selected):
+    for i, f in enumerate(offered):
         data = ahead.result() if ahead is not None else read_segment(f)
         ahead = None
-        nxt = selected[i + 1] if i + 1 < len(selected) else None
+        nxt = offered[i + 1] if i + 1 < needed else None
         if nxt is not None and nxt.compression is None:
             ahead = _ReadAhead(nxt)
         yield f.name, data
