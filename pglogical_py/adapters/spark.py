@@ -195,6 +195,14 @@ def _int(key: str, text: str) -> int:
         raise UsageError(f"option {key}: {text!r} is not an integer") from None
 
 
+def _positive_int(key: str, text: str) -> int:
+    """An integer option that is at least 1."""
+    n = _int(key, text)
+    if n < 1:
+        raise UsageError(f"option {key}: must be at least 1")
+    return n
+
+
 def _positive_size(key: str, text: str) -> int:
     """A size option (``32MB``), at least one byte."""
     try:
@@ -315,9 +323,7 @@ class Options:
             elif key == "database":
                 args["database"] = _int(raw_key, value)
             elif key == "batchrows":
-                batch_rows = _int(raw_key, value)
-                if batch_rows < 1:
-                    raise UsageError(f"option {raw_key}: must be at least 1")
+                batch_rows = _positive_int(raw_key, value)
             elif key == "mode":
                 mode = value.strip().lower()
                 if mode not in MODES:
@@ -326,17 +332,13 @@ class Options:
             elif key == "table":
                 table = parse_table(value.strip())
             elif key == "partitions":
-                partitions = _int(raw_key, value)
-                if partitions < 1:
-                    raise UsageError(f"option {raw_key}: must be at least 1")
+                partitions = _positive_int(raw_key, value)
             elif key == "maxpartitionbytes":
                 partition_bytes = _positive_size(raw_key, value)
             elif key == "maxbytespertrigger":
                 max_bytes = _positive_size(raw_key, value)
             elif key == "maxcommitspertrigger":
-                max_commits = _int(raw_key, value)
-                if max_commits < 1:
-                    raise UsageError(f"option {raw_key}: must be at least 1")
+                max_commits = _positive_int(raw_key, value)
             elif key == "images":
                 images = value.strip().lower()
                 if images not in ("variant", "json"):
