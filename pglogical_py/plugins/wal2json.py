@@ -660,11 +660,9 @@ class Wal2Json:
 
     # -- transactions ----------------------------------------------------------------
 
-    def _v2_txn(self, ctx: Any, action: str, txn: ReorderBufferTXN, lsn: int) -> None:
-        """Format 2's BEGIN ("B", the transaction's final_lsn) or COMMIT ("C", the commit
-        record's LSN) object, when include-transaction is on."""
-        if not self.include_transaction:
-            return
+    def _v2_head(self, action: str, txn: ReorderBufferTXN) -> List[str]:
+        """The start of a format-2 object: its action, then the transaction's xid,
+        timestamp and origin as the include-* options ask."""
         out = ['{"action":"%s"' % action]
         if self.include_xids:
             out.append(',"xid":%d' % txn.xid)
@@ -672,6 +670,14 @@ class Wal2Json:
             out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
         if self.include_origin:
             out.append(',"origin":%d' % txn.origin_id)
+        return out
+
+    def _v2_txn(self, ctx: Any, action: str, txn: ReorderBufferTXN, lsn: int) -> None:
+        """Format 2's BEGIN ("B", the transaction's final_lsn) or COMMIT ("C", the commit
+        record's LSN) object, when include-transaction is on."""
+        if not self.include_transaction:
+            return
+        out = self._v2_head(action, txn)
         if self.include_lsn:
             out.append(',"lsn":"%s","nextlsn":"%s"' % (lsn_out(lsn), lsn_out(txn.end_lsn)))
         out.append("}")
@@ -1183,14 +1189,8 @@ class Wal2Json:
         else:  # pragma: no cover
             return
         cols = self._cols(ctx, relation, rs)
-        out = ['{"action":"%s"' % ("I" if action == CHANGE_INSERT else
-                                   "U" if action == CHANGE_UPDATE else "D")]
-        if self.include_xids:
-            out.append(',"xid":%d' % txn.xid)
-        if self.include_timestamp:
-            out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
-        if self.include_origin:
-            out.append(',"origin":%d' % txn.origin_id)
+        out = self._v2_head("I" if action == CHANGE_INSERT else
+                            "U" if action == CHANGE_UPDATE else "D", txn)
         if self.include_lsn:
             out.append(',"lsn":"%s"' % lsn_out(change.lsn))
         if self.include_schemas:
@@ -1263,13 +1263,7 @@ class Wal2Json:
             rs = self._rel(ctx, relation)
             if not rs.selected:
                 continue
-            out = ['{"action":"T"']
-            if self.include_xids:
-                out.append(',"xid":%d' % txn.xid)
-            if self.include_timestamp:
-                out.append(',"timestamp":"%s"' % self._timestamp(txn.xact_time))
-            if self.include_origin:
-                out.append(',"origin":%d' % txn.origin_id)
+            out = self._v2_head("T", txn)
             if self.include_lsn:
                 out.append(',"lsn":"%s"' % lsn_out(change.lsn))
             if self.include_schemas:
