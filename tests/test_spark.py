@@ -529,3 +529,21 @@ def test_micro_batch_commit_log_is_as_of_its_end(tmp_path: Any) -> None:
     assert rows == batch(str(tmp_path))
     p2 = [r for r in rows if b"'p2'" in r[2]]
     assert p2 and bytes(rows[-1][2]).startswith(b"PREPARE TRANSACTION 'p2'")
+
+
+@pytest.mark.parametrize("lsns", [
+    [],
+    [0x1526F48],
+    [0x1526F48 + 150 * i for i in range(5000)],                 # high half 0
+    [(7 << 32) | (0xFFFF0000 + 4096 * i) for i in range(16)],   # high half 7, unpadded
+    [(1 << 32) | 0x10, 0x0, 0xFFFFFFFF, (1 << 32), (3 << 32) | 0xA],  # across 4 GB, unsorted
+    [(0xAB << 32) | 0x5, (0xAB << 32) | 0x3, (0xAB << 32)],     # unsorted, one high half
+])
+def test_lsn_texts_is_pg_lsn_out_per_row(lsns: List[int]) -> None:
+    """The batch formatter of the text mode's ``lsn`` column gives pg_lsn's text of
+    every row, in order, whichever high halves the batch holds."""
+    from pglogical_py.adapters.spark import lsn_texts
+
+    out = lsn_texts(lsns)
+    assert str(out.type) == "string"
+    assert out.to_pylist() == [format_lsn(lsn) for lsn in lsns]
