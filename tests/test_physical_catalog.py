@@ -46,6 +46,7 @@ from pglogical_py.wal.bufpage import (
     HEAP_XMAX_LOCK_ONLY,
     HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID,
+    HeapTupleHeader,
 )
 
 # -- relmapper ------------------------------------------------------------------------------
@@ -559,3 +560,23 @@ def test_missing_value_printers_of_builtin_types_are_kept(monkeypatch: pytest.Mo
     user["atttypid"] = 16390
     pc._fill_missing_values(cat, [user, dict(user)])
     assert user["attmissingval_text"] == "computed" and calls == [16390, 16390]
+
+
+@pytest.mark.skipif(not PHYSICAL_FIXTURES, reason="no fixture has a physical catalog")
+def test_versions_hold_header_fields_not_header_objects() -> None:
+    """A catalog's tuple versions keep the header fields visibility and deforming read,
+    not a HeapTupleHeader (with its t_ctid tuple and null bitmap) each: a physical
+    catalog holds every version the slot kept (issue 34's ddl WAL: 190,000), and those
+    objects were a third of their memory.  ``header`` still parses the whole header."""
+    import gc
+
+    pc = load_physical_catalog(str(PHYSICAL_FIXTURES[0] / "physical"))
+    versions = pc.versions("pg_attribute") + pc.versions("pg_class")
+    assert len(versions) > 500
+    for tv in versions:
+        held = gc.get_referents(tv)
+        assert not any(isinstance(o, HeapTupleHeader) for o in held), tv
+        h = tv.header
+        assert (tv.t_xmin, tv.t_xmax, tv.t_field3, tv.t_infomask, tv.t_infomask2,
+                tv.t_hoff, tv.raw) == (h.t_xmin, h.t_xmax, h.t_field3, h.t_infomask,
+                                       h.t_infomask2, h.t_hoff, h.raw)

@@ -226,23 +226,45 @@ UNPACK_INT_ARRAYS = True
 
 
 class TupleVersion:
-    """One on-disk version of a catalog row (a heap tuple with its header)."""
+    """One on-disk version of a catalog row: its heap tuple's header fields and bytes.
 
-    __slots__ = ("catalog", "block", "offset", "header", "locator", "_row", "settled")
+    The HeapTupleHeader parsed from the page is not kept: its fields that visibility and
+    deforming read are copied here (``t_xmin``, ``t_xmax``, ``t_field3``, ``t_infomask``,
+    ``t_infomask2``, ``t_hoff``, ``raw``) and ``header`` parses it again when asked for.
+    A physical catalog holds every version the slot kept (190,000 on issue 34's ddl
+    WAL): a header object, its t_ctid tuple and null bitmap per version was a third
+    of their memory (docs/performance.md, "Memory: catalog tuple versions")."""
+
+    __slots__ = ("catalog", "block", "offset", "t_xmin", "t_xmax", "t_field3", "t_infomask",
+                 "t_infomask2", "t_hoff", "raw", "locator", "_row", "settled")
 
     def __init__(self, catalog: str, block: int, offset: int, header: HeapTupleHeader,
                  locator: Tuple[int, int, int]) -> None:
         self.catalog = catalog
         self.block = block
         self.offset = offset
-        #: HeapTupleHeaderData: t_xmin, t_xmax, t_field3 (cid), t_infomask, t_ctid ...
-        self.header = header
+        #: HeapTupleHeaderData's fields read here (``header`` has them all)
+        self.t_xmin = header.t_xmin
+        self.t_xmax = header.t_xmax
+        #: t_cid or t_xvac
+        self.t_field3 = header.t_field3
+        self.t_infomask = header.t_infomask
+        self.t_infomask2 = header.t_infomask2
+        self.t_hoff = header.t_hoff
+        #: the whole tuple: header, bitmap, padding, user data
+        self.raw = header.raw
         #: (spc, db, relnumber) of the heap file: one tuple shared by its versions
         self.locator = locator
         self._row: Optional[Dict[str, Any]] = None
         #: HeapTupleSatisfiesHistoricMVCC's answer once settled (``PhysicalCatalog.
         #: _settled``): (visible, the xids it depends on), made at first use
         self.settled: Optional[Tuple[bool, Tuple[int, ...]]] = None
+
+    @property
+    def header(self) -> HeapTupleHeader:
+        """The tuple's HeapTupleHeader (t_ctid, t_bits ...), parsed again from ``raw``
+        (it was checked when the page was read)."""
+        return HeapTupleHeader(self.raw)
 
     @property
     def ctid(self) -> Tuple[int, int]:
@@ -257,10 +279,9 @@ class TupleVersion:
         return (spc, db, rel, self.block, self.offset)
 
     def __repr__(self) -> str:
-        h = self.header
-        return (f"TupleVersion({self.catalog} ({self.block},{self.offset}) xmin={h.t_xmin} "
-                f"xmax={h.t_xmax} cid={h.t_field3} infomask=0x{h.t_infomask:04x} "
-                f"t_ctid={h.t_ctid})")
+        return (f"TupleVersion({self.catalog} ({self.block},{self.offset}) xmin={self.t_xmin} "
+                f"xmax={self.t_xmax} cid={self.t_field3} infomask=0x{self.t_infomask:04x} "
+                f"t_ctid={self.header.t_ctid})")
 
 
 _ARRAY_HELPERS: Optional[Tuple[Any, Any]] = None
@@ -683,7 +704,7 @@ class PhysicalCatalog:
         generated builder (``_build_rows``), which declines (None) whatever it does not
         do the same way, and the generic loop then decides and reports.
         """
-        h = tv.header
+        h = tv
         build = heap.builder
         if build is None and USE_BUILDERS and heap.deformed >= BUILD_AFTER:
             build = heap.builder = self._build_rows(heap)
@@ -845,7 +866,7 @@ class PhysicalCatalog:
         if by_value is None:
             by_value = {}
             for tv in self._load(toast):
-                h = tv.header
+                h = tv
                 if (h.t_infomask & HEAP_XMIN_FROZEN) == 0x0200:  # XMIN_INVALID: aborted
                     continue
                 vals = deform_tuple_generic(toast.tupdesc, h.t_infomask2, h.t_infomask,
@@ -890,7 +911,7 @@ class PhysicalCatalog:
         for tv in self._load(heap):
             if not self._committed_latest(tv):
                 continue
-            h = tv.header
+            h = tv
             vals = None
             if read is not None:
                 try:
@@ -939,7 +960,7 @@ class PhysicalCatalog:
 
     def _committed_latest(self, tv: TupleVersion) -> bool:
         """Visible with every committed transaction visible (the 'now' of the copy)."""
-        h = tv.header
+        h = tv
         infomask = h.t_infomask
         frozen = infomask & HEAP_XMIN_FROZEN
         if frozen == 0x0200:
@@ -970,7 +991,7 @@ class PhysicalCatalog:
         """HeapTupleSatisfiesHistoricMVCC for one version (None: the latest view)."""
         if snapshot is None:
             return self._committed_latest(tv)
-        return satisfies_historic_mvcc(tv.header, snapshot, self.clog, tv.key, self.multixacts)
+        return satisfies_historic_mvcc(tv, snapshot, self.clog, tv.key, self.multixacts)
 
     # -- look-ups by key (the historic catalog's cache misses) ---------------------------
 
@@ -1010,7 +1031,7 @@ class PhysicalCatalog:
             gc.disable()
         try:
             for tv in versions:
-                h = tv.header
+                h = tv
                 vals = None
                 if read is not None:
                     raw = h.raw
@@ -1107,7 +1128,7 @@ class PhysicalCatalog:
                     vis = st[0]
                     relevant.extend(st[1])
             if vis is None:
-                vis = satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis)
+                vis = satisfies_historic_mvcc(tv, snapshot, clog, tv.key, multis)
             if vis:
                 out.append(tv._row if tv._row is not None else self._deform_cached(heap, tv))
         if settled_all:
@@ -1119,7 +1140,7 @@ class PhysicalCatalog:
         snapshot with a normal xmin that each of the returned xids precedes and none
         of which is its own: those xids are judged by the commit log (hint bits
         first), the same way for all such snapshots."""
-        h = tv.header
+        h = tv
         infomask = h.t_infomask
         frozen = infomask & HEAP_XMIN_FROZEN
         if frozen == HEAP_XMIN_INVALID:
@@ -1303,7 +1324,7 @@ class PhysicalCatalog:
             work += len(idx)
             for i in idx:
                 tv = versions[i]
-                if satisfies_historic_mvcc(tv.header, snapshot, clog, tv.key, multis):
+                if satisfies_historic_mvcc(tv, snapshot, clog, tv.key, multis):
                     seen.append(i)
         cls.work += work
         seen.sort()
@@ -1313,12 +1334,12 @@ class PhysicalCatalog:
     def _xmax_of(tv: TupleVersion) -> int:
         """0: the version's xmax cannot hide it (invalid, or a lock only); -1: a
         MultiXactId (its updater is looked up by the full test); else the xmax."""
-        infomask = tv.header.t_infomask
+        infomask = tv.t_infomask
         if infomask & HEAP_XMAX_INVALID or xmax_is_locked_only(infomask):
             return 0
         if infomask & HEAP_XMAX_IS_MULTI:
             return -1
-        return int(tv.header.t_xmax)
+        return int(tv.t_xmax)
 
     def _classify(self, tv: TupleVersion, horizon: int,
                   committed: FrozenSet[int] = frozenset()) -> int:
@@ -1330,7 +1351,7 @@ class PhysicalCatalog:
         before every such snapshot's xmin and none of its own xids, so its test is the
         commit log's, the same for all of them; one in ``committed`` is in the
         snapshot's committed array (or before its xmin, and committed)."""
-        h = tv.header
+        h = tv
         infomask = h.t_infomask
         if (infomask & HEAP_XMIN_FROZEN) == HEAP_XMIN_INVALID:
             return 0

@@ -964,13 +964,13 @@ class CatalogRedo:
         does not change (heap_toast_insert_or_update), so a pointer to chunks older
         than the range holds the value the export shows for that row.
         """
-        xmin = tv.header.t_xmin
+        xmin = tv.t_xmin
         if heap.locator == self.export_locators.get(heap.name):
             for r in self.rows.get(heap.name, []):
                 if (int(r["ctid"][0]) == tv.block and int(r["ctid"][1]) == tv.offset
                         and int(r["xmin"]) == xmin):
                     return r
-        key = self._identity(heap, bytearray(tv.header.raw))
+        key = self._identity(heap, bytearray(tv.raw))
         cols = _IDENTITY.get(heap.name) or (heap.columns[0][0],)
         found = [r for r in self.rows.get(heap.name, [])
                  if tuple(int(r[c]) for c in cols) == key]
