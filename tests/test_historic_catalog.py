@@ -25,6 +25,7 @@ from pglogical_py.catalog._historic import _NONE, HistoricCatalog
 from pglogical_py.catalog.physical import PhysicalCatalog
 from pglogical_py.catalog.relation import Relation
 from pglogical_py.errors import PglogicalError
+from pglogical_py.logical.reorderbuffer import ReorderBuffer
 
 #: every physical fixture with PGLOGICAL_HISTORIC_ALL=1; by default PostgreSQL 15's and
 #: the ``ddl`` workload of the other majors (~8 s of the ~25 s of all 33)
@@ -259,3 +260,42 @@ def test_keyed_rows_equal_every_version_tested(major: str) -> None:
         if int(pc.row(tv)["attnum"]) > 0:
             user.setdefault(int(pc.row(tv)["attrelid"]), []).append(tv)
     assert pc.keyed("pg_attribute", "attrelid>0") == user
+
+
+def test_rows_of_versions_deleted_by_committed_transactions_are_dropped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode does not keep every catalog row it deformed: the rows of the versions a
+    transaction deleted or updated (a dropped table's pg_class / pg_attribute rows, a
+    pg_class row an ALTER replaced) are dropped when the decode reads its commit
+    (``forget_rows_deleted_by``, as its invalidations remove their catcache entries),
+    and the versions live at the copy keep theirs.  The output is the corpus test's."""
+    wdir = Path(FIXTURES) / "pg15" / "ddl"
+    if not (wdir / "physical").is_dir():
+        pytest.skip("no fixture")
+    deformed: List[Tuple[Any, int]] = []
+    committed: List[int] = []
+    real = PhysicalCatalog._deform
+    real_commit = ReorderBuffer.commit
+
+    def recording(self: PhysicalCatalog, heap: Any, tv: Any) -> Any:
+        deformed.append((tv, len(committed)))
+        return real(self, heap, tv)
+
+    def commit(self: ReorderBuffer, xid: int, *args: Any) -> None:
+        real_commit(self, xid, *args)
+        committed.append(xid)
+
+    monkeypatch.setattr(PhysicalCatalog, "_deform", recording)
+    monkeypatch.setattr(ReorderBuffer, "commit", commit)
+    optionset = next(c for w, c in CASES if w == wdir)
+    pc, _used = _decode_recording(wdir, optionset)
+    # deformed before the commit of the transaction that deleted them
+    deleted = [tv for tv, at in deformed
+               if pc._xmax_of(tv) >= 3 and tv.t_xmax in committed[at:]]
+    live = [tv for tv, _ in deformed if pc._xmax_of(tv) == 0]
+    assert len(deleted) > 10 and live
+    assert [tv for tv in deleted if tv._row is not None] == []
+    assert all(tv._row is not None for tv in live)
+    # deformed again when asked for: the same row
+    tv = deleted[0]
+    assert pc.row(tv) == real(pc, pc._heaps[tv.catalog], tv)

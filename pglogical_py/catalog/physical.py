@@ -479,6 +479,9 @@ class PhysicalCatalog:
         #: (catalog, column, key) -> (xids, rows): ``keyed_rows``' settled answers
         self._settled_rows: Dict[Tuple[str, str, Any], Tuple[Tuple[int, ...],
                                                              List[Dict[str, Any]]]] = {}
+        #: xmax -> the versions it deleted whose rows were deformed
+        #: (``forget_rows_deleted_by``)
+        self._rows_by_xmax: Dict[int, List[TupleVersion]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: (tablespace, file number) -> (xids, answer): ``system_relid_by_filenode``'s
@@ -694,8 +697,8 @@ class PhysicalCatalog:
     def row(self, tv: TupleVersion) -> Dict[str, Any]:
         """The version's row as a ``row_to_json``-like dict (deformed once, cached)."""
         if tv._row is None:
-            tv._row = self._deform(self._heaps[tv.catalog], tv)
-        return tv._row
+            self._deform_cached(self._heaps[tv.catalog], tv)
+        return tv._row  # type: ignore[return-value]
 
     def _deform(self, heap: _Heap, tv: TupleVersion) -> Dict[str, Any]:
         """heap_deform_tuple + the datum conversions: a version's row (``row``).
@@ -983,9 +986,43 @@ class PhysicalCatalog:
                 yield self._deform_cached(heap, tv)
 
     def _deform_cached(self, heap: _Heap, tv: TupleVersion) -> Dict[str, Any]:
-        if tv._row is None:
-            tv._row = self._deform(heap, tv)
-        return tv._row
+        row = tv._row
+        if row is None:
+            row = tv._row = self._deform(heap, tv)
+            xmax = self._xmax_of(tv)
+            if xmax >= FirstNormalTransactionId:
+                dead = self._rows_by_xmax.get(xmax)
+                if dead is None:
+                    self._rows_by_xmax[xmax] = [tv]
+                else:
+                    dead.append(tv)
+        return row
+
+    def forget_rows_deleted_by(self, xids: Iterable[int]) -> int:
+        """The committed transactions ``xids`` deleted (or updated) catalog tuples: the
+        rows deformed from those versions are dropped (CatCacheInvalidate removes the
+        catcache entries of the tuples a committed transaction's invalidations name;
+        relcache.c frees the entry of a dropped relation).  Every later snapshot sees
+        them as deleted; a snapshot that still sees one (a transaction replayed later
+        with an older base snapshot) deforms it again from its bytes: the same row.  A
+        row whose missing value is of a user type keeps its text (printed with the
+        catalog of its first look-up: an enum's labels may change).  A row deformed
+        after the commit (a look-up that reads every version of a key) stays, as a
+        catcache entry loaded after an invalidation does.  ``keyed_rows``' settled
+        answers never hold a dropped row: a version's settled state depends on its
+        xmax, so they are made after the deletion and without it.  Returns the rows
+        dropped."""
+        n = 0
+        by_xmax = self._rows_by_xmax
+        for x in xids:
+            for tv in by_xmax.pop(x, ()):
+                row = tv._row
+                if row is None or (row.get("attmissingval_raw") is not None
+                                   and int(row["atttypid"]) >= FirstUnpinnedObjectId):
+                    continue
+                tv._row = None
+                n += 1
+        return n
 
     def visible(self, tv: TupleVersion, snapshot: Optional[HistoricSnapshot]) -> bool:
         """HeapTupleSatisfiesHistoricMVCC for one version (None: the latest view)."""

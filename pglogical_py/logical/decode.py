@@ -411,8 +411,9 @@ class LogicalDecoder:
         self.builder.commit_txn(lsn, xid, (), xinfo)
         if self._txn_need_skip(lsn, db_id, 0):
             self.reorder.forget(xid, lsn)
-            return
-        self.reorder.commit(xid, lsn, end_lsn, commit_time, 0, 0)
+        else:
+            self.reorder.commit(xid, lsn, end_lsn, commit_time, 0, 0)
+        self.ctx.catalog_deletions_committed((xid,))
 
     def decode_commit(self, record: Any, parsed: ParsedXact, xid: int, two_phase: bool) -> None:
         """DecodeCommit."""
@@ -432,15 +433,16 @@ class LogicalDecoder:
             for sub in parsed.subxacts:
                 reorder.forget(sub, lsn)
             reorder.forget(xid, lsn)
-            return
-        for sub in parsed.subxacts:
-            reorder.commit_child(xid, sub, lsn, end_lsn)
-        if two_phase:
-            reorder.finish_prepared(xid, lsn, end_lsn, self.builder.get_two_phase_at(),
-                                    commit_time, origin_id, origin_lsn, parsed.twophase_gid,
-                                    True)
         else:
-            reorder.commit(xid, lsn, end_lsn, commit_time, origin_id, origin_lsn)
+            for sub in parsed.subxacts:
+                reorder.commit_child(xid, sub, lsn, end_lsn)
+            if two_phase:
+                reorder.finish_prepared(xid, lsn, end_lsn, self.builder.get_two_phase_at(),
+                                        commit_time, origin_id, origin_lsn,
+                                        parsed.twophase_gid, True)
+            else:
+                reorder.commit(xid, lsn, end_lsn, commit_time, origin_id, origin_lsn)
+        self.ctx.catalog_deletions_committed((xid,) + tuple(parsed.subxacts))
 
     def decode_prepare(self, record: Any, parsed: ParsedXact) -> None:
         """DecodePrepare."""

@@ -513,6 +513,15 @@ class LogicalDecodingContext:
         self._catalog_now = None
         self.cache_epoch += 1
 
+    def catalog_deletions_committed(self, xids: Sequence[int]) -> None:
+        """The transactions ``xids`` committed: the physical catalog drops the rows it
+        deformed from the tuple versions they deleted (``PhysicalCatalog.
+        forget_rows_deleted_by``: as their invalidations remove those tuples' catcache
+        entries and a dropped relation's relcache entry), so a decode does not keep
+        every catalog row it ever read."""
+        if self.physical is not None:
+            self.physical.forget_rows_deleted_by(xids)
+
     def invalidate_all(self) -> None:
         """InvalidateSystemCaches (a transaction's distributed invalidations
         overflowed): every relcache, relfilenumber-map and syscache entry goes cold,
