@@ -41,8 +41,8 @@ NOTES
     ``apply_rewrite_mappings``).
 
     Tuple versions.  Every LP_NORMAL line pointer of every page is a
-    ``TupleVersion``: catalog, (block, offset), the HeapTupleHeader (xmin, xmax,
-    t_cid, infomask, ctid), and its row as a dict -- the same keys and value kinds
+    ``TupleVersion``: catalog, (block, offset), the HeapTupleHeader's fields (xmin,
+    xmax, t_cid, infomasks, t_hoff; ``header`` parses it whole), and its row as a dict -- the same keys and value kinds
     as ``row_to_json`` (see ``export.py``): ints for oid/int/xid columns, str for
     name/text/"char"/pg_node_tree, bool, float, lists for arrays, ``"1 2"`` text for
     int2vector/oidvector, regproc as the function's name (via pg_proc; ``-`` for 0),
@@ -50,9 +50,12 @@ NOTES
     array_out text under the decoder's default settings, computed with the types
     layer once types are known.  pg_class rows get ``filenode`` (relfilenode, or the
     relation map's number for a mapped catalog).  Rows are deformed lazily and
-    cached on the version; on CPython a heap's rows are built, after its first
-    ``BUILD_AFTER``, by a function generated for its columns (``_rowbuild.py``), and
-    integer arrays without nulls are unpacked in one call.
+    cached on the version until the decoder reads the commit of the transaction that
+    deleted or updated it (``forget_rows_deleted_by``: as that transaction's
+    invalidations remove the tuples' catcache entries; a snapshot that still sees the
+    version deforms it again, to an equal row); on CPython a heap's rows are built,
+    after its first ``BUILD_AFTER``, by a function generated for its columns
+    (``_rowbuild.py``), and integer arrays without nulls are unpacked in one call.
 
     Snapshots.  ``catalog_at(snapshot)`` gives a ``HistoricCatalog``
     (``_historic.py``): a CatalogSnapshot whose look-up tables compute each entry at
@@ -231,9 +234,9 @@ class TupleVersion:
     The HeapTupleHeader parsed from the page is not kept: its fields that visibility and
     deforming read are copied here (``t_xmin``, ``t_xmax``, ``t_field3``, ``t_infomask``,
     ``t_infomask2``, ``t_hoff``, ``raw``) and ``header`` parses it again when asked for.
-    A physical catalog holds every version the slot kept (190,000 on issue 34's ddl
-    WAL): a header object, its t_ctid tuple and null bitmap per version was a third
-    of their memory (docs/performance.md, "Memory: catalog tuple versions")."""
+    A physical catalog holds every version the slot kept: a header object, its t_ctid
+    tuple and null bitmap per version weighed on its memory (docs/performance.md,
+    "Memory on the ddl workload")."""
 
     __slots__ = ("catalog", "block", "offset", "t_xmin", "t_xmax", "t_field3", "t_infomask",
                  "t_infomask2", "t_hoff", "raw", "locator", "_row", "settled")
