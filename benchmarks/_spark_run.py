@@ -8,7 +8,11 @@ Spark's ``noop`` sink (every row made, nothing kept): the plan (on the driver) a
 task included.  Then, untimed, checks the rows (count, ``table ...`` rows in text mode,
 row changes in the feed) and reads the stage's task metrics from the driver's REST API.
 Prints one JSON line: wall, plan seconds, tasks ((duration, executor run time) ms),
-partitions, rows, changes.
+partitions, rows, changes, and the CPU seconds the timed read cost the JVMs, the executors'
+Python workers and the Python planning the read (``/proc``: every ``java`` process and
+every pyspark daemon of ``pyspark.worker`` / ``plan_data_source_read`` on the box, before
+and after, reaped children included -- nothing else of either kind runs during a
+benchmark).
 """
 
 from __future__ import annotations
@@ -41,6 +45,33 @@ def _tasks(spark: Any, group: str) -> List[List[float]]:
                     m = t.get("taskMetrics") or {}
                     out.append([float(t.get("duration") or 0),
                                 float(m.get("executorRunTime") or 0)])
+    return out
+
+
+def _cpu() -> Dict[str, float]:
+    """CPU seconds (user + system, reaped children included) of the JVMs, the executors'
+    Python workers and the read's planning workers now running on this machine."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {"jvm": 0.0, "python": 0.0, "plan": 0.0}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if b"java" in cmd.split(b" ", 1)[0]:
+            kind = "jvm"
+        elif b"pyspark.daemon pyspark.worker " in cmd:
+            kind = "python"
+        elif b"plan_data_source_read" in cmd:
+            kind = "plan"
+        else:
+            continue
+        out[kind] += sum(int(x) for x in fields[11:15]) / hz  # utime stime cutime cstime
     return out
 
 
@@ -83,10 +114,12 @@ def main() -> None:
     plan_s = time.perf_counter() - t
 
     spark.sparkContext.setJobGroup("timed", "the timed read")
+    cpu0 = _cpu()
     t = time.perf_counter()
     df = read()
     df.write.format("noop").mode("overwrite").save()
     wall = time.perf_counter() - t
+    cpu1 = _cpu()
     tasks = _tasks(spark, "timed")
     spark.sparkContext.setJobGroup("check", "untimed checks")
     df = read()
@@ -101,7 +134,8 @@ def main() -> None:
                      ).collect()[0]
     out: Dict[str, Any] = {"wall": wall, "plan": plan_s, "tasks": tasks,
                            "partitions": len(plan.partitions), "rows": int(row["rows"]),
-                           "changes": int(row["changes"] or 0)}
+                           "changes": int(row["changes"] or 0),
+                           "cpu": {k: cpu1[k] - cpu0[k] for k in cpu1}}
     spark.stop()
     print(json.dumps(out))
 

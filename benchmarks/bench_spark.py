@@ -21,10 +21,12 @@ Measures what issue 29 ("Must show") asks, on W2 (benchmarks/bench_decode.py's w
 Figures: speedup = local[1]'s median wall / local[2]'s; per-executor changes/s = the
 read's changes / the tasks' summed executor run time (what one executor core
 sustains), against the command line's changes / wall; the plan's seconds (one
-header-cost pass, measured on its own).  Runs are interleaved (every configuration once,
-then again), medians of ``--repeat``; the load average at start and end is printed and
-written.  ``--feed`` adds the change feed (``mode changes``, all tables, VARIANT images)
-on local[2].
+header-cost pass, measured on its own); the CPU seconds of the executors' Python
+workers and of the JVMs during the timed read (_spark_run.py ``_cpu``), the CLI's own CPU
+beside them: where an executor's time goes besides the decode.  Runs are interleaved
+(every configuration once, then again), medians of ``--repeat``; the load average at
+start and end is printed and written.  ``--feed`` adds the change feed (``mode
+changes``, all tables, VARIANT images) on local[2].
 
 Usage::
 
@@ -208,32 +210,41 @@ def report(runs: Dict[str, List[Dict[str, Any]]], configs: List[Any], meta: Dict
             load_start, load_end, changes, meta["pg_rows"], meta["wal_bytes"] / 1e6,
             args.repeat, args.partitions),
         "",
-        "| what | wall s | plan s | changes/s | per-executor changes/s | × local[1] | rows |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        "| PostgreSQL %s in-server (`pg_logical_slot_peek_changes`) | %.2f | | %.0f | | | "
+        "| what | wall s | plan s | changes/s | per-executor changes/s | × local[1] "
+        "| executors' Python CPU s | JVM CPU s | rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| PostgreSQL %s in-server (`pg_logical_slot_peek_changes`) | %.2f | | %.0f | | | | | "
         "reference%s |" % (meta.get("server_version", "15"), pg, changes / pg,
                            "" if runs["pg"] else " (cached timing)"),
         "| CLI, one process (`--crc-worker off --format-worker off`) | %.2f | | %.0f | %.0f "
-        "| | %s |" % (cli, cli_rate, cli_rate,
-                      "= PostgreSQL's (MD5)" if all(r["ok"] for r in runs["cli"])
-                      else "MISMATCH"),
+        "| | %.2f | | %s |" % (cli, cli_rate, cli_rate, _med([r["user"] + r["sys"]
+                                                            for r in runs["cli"]]),
+                              "= PostgreSQL's (MD5)" if all(r["ok"] for r in runs["cli"])
+                              else "MISMATCH"),
     ]
     base: Optional[float] = None
     for name, _master, _mode in configs:
         rs = [r for r in runs[name] if "error" not in r]
         if not rs:
-            lines.append("| Spark %s | error: %s | | | | | |" % (
+            lines.append("| Spark %s | error: %s | | | | | | | |" % (
                 name, runs[name][0]["error"] if runs[name] else "?"))
             continue
         wall = _med([r["wall"] for r in rs])
         if name == "local[1]":
             base = wall
         per = _med([r["per_executor"] for r in rs])
-        lines.append("| Spark %s | %.2f | %.2f | %.0f | %.0f (%.2f× CLI) | %s | %s |" % (
+        lines.append("| Spark %s | %.2f | %.2f | %.0f | %.0f (%.2f× CLI) | %s | %s | %s | %s |" % (
             name, wall, _med([r["plan"] for r in rs]), changes / wall, per, per / cli_rate,
-            "%.2f×" % (base / wall) if base else "", "= PostgreSQL's (count, changes)"
+            "%.2f×" % (base / wall) if base else "", _cpu_med(rs, "python"),
+            _cpu_med(rs, "jvm"), "= PostgreSQL's (count, changes)"
             if all(r["ok"] for r in rs) else "MISMATCH"))
     return "\n".join(lines), ok
+
+
+def _cpu_med(rs: List[Dict[str, Any]], kind: str) -> str:
+    """The median CPU seconds of ``kind`` over the runs (_spark_run.py ``_cpu``)."""
+    xs = [r["cpu"][kind] for r in rs if "cpu" in r]
+    return "%.2f" % _med(xs) if xs else ""
 
 
 def _pyspark_version() -> str:
