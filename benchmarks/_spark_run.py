@@ -2,6 +2,9 @@
 
     python benchmarks/_spark_run.py MASTER WAL CATALOG RESTART START END PARTITIONS MODE
 
+MODE ``text`` or ``changes``: the pglogical source; ``replay``: WAL is the tsv of the
+command line's rows and benchmarks/_spark_replay.py replays it (no decode, no plan).
+
 Starts a SparkSession on MASTER (``local[N]`` or ``spark://...``), warms its Python
 workers up on a small read, then times ``spark.read.format("pglogical")...`` written to
 Spark's ``noop`` sink (every row made, nothing kept): the plan (on the driver) and every
@@ -79,7 +82,9 @@ def main() -> None:
     master, wal, catalog, restart, start, end, parts, mode = sys.argv[1:9]
     os.environ["PYSPARK_PYTHON"] = sys.executable
     path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
+    bench = os.path.join(ROOT, "benchmarks")  # _spark_replay, for the executors too
+    os.environ["PYTHONPATH"] = ROOT + os.pathsep + bench + (os.pathsep + path if path else "")
+    sys.path.insert(0, bench)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -95,7 +100,15 @@ def main() -> None:
      .option("slotState", warm + "/slot.state").option("partitions", parts).load(warm + "/wal")
      .write.format("noop").mode("overwrite").save())
 
+    if mode == "replay":
+        from _spark_replay import ReplaySource
+
+        spark.dataSource.register(ReplaySource)
+
     def read() -> Any:
+        if mode == "replay":
+            return (spark.read.format("pglogical_replay").option("partitions", parts)
+                    .load(wal))
         r = (spark.read.format("pglogical").option("catalog", catalog)
              .option("restartLsn", restart).option("startLsn", start).option("endLsn", end)
              .option("partitions", parts))
@@ -110,7 +123,7 @@ def main() -> None:
                           "startlsn": start, "endlsn": end, "partitions": parts,
                           **({"mode": "changes"} if mode != "text" else {})})
     t = time.perf_counter()
-    plan = plan_read(opts.request(), int(parts))
+    plan = plan_read(opts.request(), int(parts)) if mode != "replay" else None
     plan_s = time.perf_counter() - t
 
     spark.sparkContext.setJobGroup("timed", "the timed read")
@@ -123,7 +136,7 @@ def main() -> None:
     tasks = _tasks(spark, "timed")
     spark.sparkContext.setJobGroup("check", "untimed checks")
     df = read()
-    if mode == "text":
+    if mode in ("text", "replay"):
         row = df.agg(F.count(F.lit(1)).alias("rows"),
                      F.sum(F.col("data").startswith("table ").cast("long")).alias("changes")
                      ).collect()[0]
@@ -133,7 +146,8 @@ def main() -> None:
                                                       "delete").cast("long")).alias("changes")
                      ).collect()[0]
     out: Dict[str, Any] = {"wall": wall, "plan": plan_s, "tasks": tasks,
-                           "partitions": len(plan.partitions), "rows": int(row["rows"]),
+                           "partitions": len(plan.partitions) if plan else int(parts),
+                           "rows": int(row["rows"]),
                            "changes": int(row["changes"] or 0),
                            "cpu": {k: cpu1[k] - cpu0[k] for k in cpu1}}
     spark.stop()

@@ -67,11 +67,31 @@ def _load() -> str:
     return " ".join("%.2f" % x for x in os.getloadavg())
 
 
+#: the configuration that replays the command line's rows (benchmarks/_spark_replay.py)
+REPLAY = ("local[1], the CLI's rows replayed, no decode (Spark's own cost)", "local[1]",
+          "replay")
+
+
+def replay_rows(wd: Path, meta: Dict[str, Any]) -> Path:
+    """The command line's rows of the read as a tsv file (made once, untimed)."""
+    out = wd / "spark_replay.tsv"
+    if not out.exists():
+        subprocess.run([sys.executable, "-m", "pglogical_py", "decode", str(wd / "wal"),
+                        "--catalog", str(wd / "catalog.json.gz"),
+                        "--restart-lsn", meta["restart_lsn"],
+                        "--start-lsn", meta["confirmed_flush_lsn"],
+                        "--end-lsn", meta["end_lsn"], "-O", str(out) + ".tmp",
+                        "--no-progress"], cwd=str(ROOT), check=True)
+        os.replace(str(out) + ".tmp", out)
+    return out
+
+
 def run_spark(master: str, wd: Path, meta: Dict[str, Any], partitions: int,
               mode: str = "text") -> Dict[str, Any]:
     catalog = wd / "catalog.json.gz"
+    wal = replay_rows(wd, meta) if mode == "replay" else wd / "wal"
     argv = [sys.executable, str(ROOT / "benchmarks" / "_spark_run.py"), master,
-            str(wd / "wal"), str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
+            str(wal), str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
             meta["end_lsn"], str(partitions), mode]
     r = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True)
     if r.returncode != 0:
@@ -109,7 +129,7 @@ def main() -> int:
     load_start = _load()
     print("load average at start:", load_start, flush=True)
     bd.precompile(sys.executable)
-    configs = [("local[1]", "local[1]", "text"), ("local[2]", "local[2]", "text")]
+    configs = [("local[1]", "local[1]", "text"), ("local[2]", "local[2]", "text"), REPLAY]
     if args.feed:
         configs.append(("local[2], change feed", "local[2]", "changes"))
     cluster: Any = None
@@ -232,10 +252,11 @@ def report(runs: Dict[str, List[Dict[str, Any]]], configs: List[Any], meta: Dict
         wall = _med([r["wall"] for r in rs])
         if name == "local[1]":
             base = wall
+        speedup = "%.2f×" % (base / wall) if base and _mode != "replay" else ""
         per = _med([r["per_executor"] for r in rs])
         lines.append("| Spark %s | %.2f | %.2f | %.0f | %.0f (%.2f× CLI) | %s | %s | %s | %s |" % (
             name, wall, _med([r["plan"] for r in rs]), changes / wall, per, per / cli_rate,
-            "%.2f×" % (base / wall) if base else "", _cpu_med(rs, "python"),
+            speedup, _cpu_med(rs, "python"),
             _cpu_med(rs, "jvm"), "= PostgreSQL's (count, changes)"
             if all(r["ok"] for r in rs) else "MISMATCH"))
     return "\n".join(lines), ok
