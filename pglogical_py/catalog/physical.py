@@ -43,8 +43,8 @@ NOTES
     Tuple versions.  Every LP_NORMAL line pointer of every page is a
     ``TupleVersion``: catalog, (block, offset), the HeapTupleHeader's fields (xmin,
     xmax, t_cid, infomasks, t_hoff; ``header`` parses it whole), and its row as a
-    dict -- the same keys and value kinds as ``row_to_json`` (see ``export.py``): ints for oid/int/xid columns, str for
-    name/text/"char"/pg_node_tree, bool, float, lists for arrays, ``"1 2"`` text for
+    dict -- the same keys and value kinds as ``row_to_json`` (see ``export.py``): ints
+    for oid/int/xid columns, str for name/text/"char"/pg_node_tree, bool, float, lists for arrays, ``"1 2"`` text for
     int2vector/oidvector, regproc as the function's name (via pg_proc; ``-`` for 0),
     aclitem as hex.  ``attmissingval`` (anyarray) becomes ``attmissingval_text``, its
     array_out text under the decoder's default settings, computed with the types
