@@ -40,21 +40,21 @@ NOTES
     ``pg_logical/mappings`` tell where each tuple of the decoded transaction went (see
     ``apply_rewrite_mappings``).
 
-    Tuple versions.  Every LP_NORMAL line pointer of every page is a
-    ``TupleVersion``: catalog, (block, offset), the HeapTupleHeader's fields (xmin,
-    xmax, t_cid, infomasks, t_hoff; ``header`` parses it whole), and its row as a
-    dict -- the same keys and value kinds as ``row_to_json`` (see ``export.py``): ints
-    for oid/int/xid columns, str for name/text/"char"/pg_node_tree, bool, float, lists for arrays, ``"1 2"`` text for
-    int2vector/oidvector, regproc as the function's name (via pg_proc; ``-`` for 0),
-    aclitem as hex.  ``attmissingval`` (anyarray) becomes ``attmissingval_text``, its
-    array_out text under the decoder's default settings, computed with the types
-    layer once types are known.  pg_class rows get ``filenode`` (relfilenode, or the
-    relation map's number for a mapped catalog).  Rows are deformed lazily and
-    cached on the version until the decoder reads the commit of the transaction that
-    deleted or updated it (``forget_rows_deleted_by``: as that transaction's
-    invalidations remove the tuples' catcache entries; a snapshot that still sees the
-    version deforms it again, to an equal row); on CPython a heap's rows are built,
-    after its first ``BUILD_AFTER``, by a function generated for its columns
+    Tuple versions.  Every LP_NORMAL line pointer of every page is a ``TupleVersion``:
+    catalog, (block, offset), the HeapTupleHeader's fields (xmin, xmax, t_cid,
+    infomasks, t_hoff; ``header`` parses it whole), and its row as a dict -- the same
+    keys and value kinds as ``row_to_json`` (see ``export.py``): ints for oid/int/xid
+    columns, str for name/text/"char"/pg_node_tree, bool, float, lists for arrays,
+    ``"1 2"`` text for int2vector/oidvector, regproc as the function's name (via pg_proc;
+    ``-`` for 0), aclitem as hex.  ``attmissingval`` (anyarray) becomes
+    ``attmissingval_text``, its array_out text under the decoder's default settings,
+    computed with the types layer once types are known.  pg_class rows get ``filenode``
+    (relfilenode, or the relation map's number for a mapped catalog).  Rows are deformed
+    lazily and cached on the version until the decoder reads the commit of the
+    transaction that deleted or updated it (``forget_rows_deleted_by``: as that
+    transaction's invalidations remove the tuples' catcache entries; a snapshot that
+    still sees the version deforms it again, to an equal row); on CPython a heap's rows
+    are built, after its first ``BUILD_AFTER``, by a function generated for its columns
     (``_rowbuild.py``), and integer arrays without nulls are unpacked in one call.
 
     Snapshots.  ``catalog_at(snapshot)`` gives a ``HistoricCatalog``
