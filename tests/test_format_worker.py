@@ -15,12 +15,13 @@ import signal
 import stat
 import struct
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import pytest
 from _fixtures import decode_end  # type: ignore[import-not-found]
 from test_decode_corpus import CASES, _read_expected, decode_fixture  # type: ignore[import-not-found]
 
+from pglogical_py.access.heaptuple import deform_wal_tuple
 from pglogical_py.adapters import crc_worker, format_worker
 from pglogical_py.adapters.format_worker import FormatWorker, FormatWorkerError
 from pglogical_py.adapters.tsv import tsv_sink as _tsv_sink
@@ -398,3 +399,33 @@ def test_cli_forks_before_reading_ahead(tmp_path: Path, monkeypatch: pytest.Monk
     last_fork = max(i for i, k in enumerate(kinds) if k == "fork")
     assert all(k == "fork" for k in kinds[:last_fork + 1]), events
     assert all(n == base for k, n in events if k == "fork"), events
+
+
+def _like(oid: int, name: str = "t", missing: Optional[str] = None) -> Relation:
+    """(int4 id, text ``name``), the text column with a missing value when given."""
+    attrs = [Attribute(1, "id", 23, -1, 4, True, "i"),
+             Attribute(2, name, 25, -1, -1, False, "i", atthasmissing=missing is not None,
+                       attmissingval=None if missing is None else "{%s}" % missing,
+                       missing_text=missing)]
+    return Relation(oid, "tbl%d" % oid, "public", 2200, "r", "p", "d", oid, 1663, 0,
+                    TupleDesc(attrs))
+
+
+def test_like_relations_share_row_printers() -> None:
+    """Relations with the same attributes, prefixes and built-in types share their fused
+    row printers (generated once); one differing in any attribute field (a column name,
+    a missing value) gets its own.  Each relation's rows print through them what its
+    own general path prints, a tuple missing the text column included."""
+    plugin = TestDecoding()
+    plugin._catalog = _FormatCatalog()
+    a, b, c, d = _like(90011), _like(90012), _like(90013, name="u"), _like(90014, missing="x")
+    printers = [plugin._row_printers(r) for r in (a, b, c, d)]
+    assert printers[1] is printers[0]
+    assert printers[2][0] is not printers[0][0] and printers[3][0] is not printers[0][0]
+    short = struct.pack("<HHB", 1, 0, 24) + b"\0" + struct.pack("<i", 5)
+    for rel, (new, old) in zip((a, b, c, d), printers):
+        for t in (_tuple(7, b"it's"), short):
+            vals = deform_wal_tuple(rel.tupdesc, t)
+            assert new(t) == plugin._tuple_to_str(rel, vals, False).encode()
+            assert old(t) == plugin._tuple_to_str(rel, vals, True).encode()
+    assert printers[0][0](short) != printers[3][0](short)  # null vs the missing value

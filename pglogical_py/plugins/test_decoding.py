@@ -58,10 +58,10 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .._jit import exec_generated, not_inlined
+from .._jit import SHARES_CODE, exec_generated, not_inlined
 from ..access.detoast import detoast_inline
 from ..access.heaptuple import deform_wal_tuple
-from ..catalog.relation import Relation, TupleDesc
+from ..catalog.relation import Attribute, Relation, TupleDesc
 from ..catalog.snapshot import (
     BITOID,
     BOOLOID,
@@ -95,6 +95,9 @@ from ._test_decoding_rows import (
     _OffloadedRel,
     row_printer,
 )
+
+#: every field of an Attribute (what ``_row_printers`` compares descriptors by)
+_ATTRIBUTE_FIELDS = Attribute.__slots__
 
 _UNQUOTED = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
 
@@ -172,8 +175,14 @@ class TestDecoding:
         #: Relation -> fused row printers (new tuple, old key): kept across
         #: invalidations, a Relation object stands for one descriptor
         self._rowfns: Dict[Any, Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {}
-        #: Relation -> tuples printed without compiled code (see COMPILE_AFTER)
+        #: Relation (or its shape) -> tuples printed without compiled code (see
+        #: COMPILE_AFTER, ``_count_use``)
         self._uses: Dict[Any, int] = {}
+        #: what ``_row_printers`` keys by -> fused row printers (new tuple, old key)
+        self._shared_rowfns: Dict[Any, Tuple[Callable[[bytes], bytes],
+                                             Callable[[bytes], bytes]]] = {}
+        #: Relation -> its descriptor's shape (``_count_use``)
+        self._shapes: Dict[Any, Tuple[Any, ...]] = {}
         #: Relation -> (its INSERT head, its code in the format worker)
         self._offloaded: Dict[Any, Tuple[bytes, int]] = {}
         #: Relation -> whether a format worker can print its rows
@@ -234,6 +243,8 @@ class TestDecoding:
         self._fast.clear()
         self._rowfns.clear()
         self._uses.clear()
+        self._shapes.clear()
+        self._shared_rowfns.clear()
 
     # -- transactions ------------------------------------------------------------
 
@@ -621,9 +632,8 @@ class TestDecoding:
             cols.append(None if col is None
                         else (col[0], col[1], self._value_printer(att, relation)))
         self._printers[relation] = cols
-        return _OffloadedRel(self, relation, heads,
-                             self._row_printer(relation, cols, False),
-                             self._row_printer(relation, cols, True))
+        new, old = self._row_printers(relation)
+        return _OffloadedRel(self, relation, heads, new, old)
 
     def _change_general(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
                         change: ReorderBufferChange) -> None:
@@ -699,22 +709,61 @@ class TestDecoding:
 
     def _count_use(self, relation: Any) -> bool:
         """One more use of ``relation``'s interpreted printers; True once it is worth
-        compiling."""
-        n = self._uses.get(relation, 0) + 1
-        self._uses[relation] = n
+        compiling.
+
+        Where generated code is compiled once per source (``_jit.SHARES_CODE``,
+        CPython), uses are counted per descriptor shape: a relation shaped like
+        others that printed enough rows costs no compilation, only its printers'
+        generation, and takes the fast path from its first warm row (a stream of
+        like short-lived tables)."""
+        key: Any = relation
+        if SHARES_CODE:
+            key = self._shapes.get(relation)
+            if key is None:
+                key = self._shapes[relation] = tuple(
+                    (a.attlen, a.attalign, a.atttypid, a.attisdropped, a.attnum)
+                    for a in relation.tupdesc.attrs)
+        n = self._uses.get(key, 0) + 1
+        self._uses[key] = n
         return n > self.COMPILE_AFTER
 
     def _make_fast(self, relation: Any, head: str) -> _FastRel:
         """The fast-path state of a relation whose look-ups are all cached."""
         fns = self._rowfns.get(relation)
         if fns is None:
-            cols = self._column_printers(relation)
-            fns = (self._row_printer(relation, cols, False),
-                   self._row_printer(relation, cols, True))
-            self._rowfns[relation] = fns
+            fns = self._rowfns[relation] = self._row_printers(relation)
         hb = head.encode("utf-8", "surrogateescape")
         return _FastRel(hb + b" INSERT:", hb + b" UPDATE:", hb + b" UPDATE: old-key:",
                         hb + b" DELETE:", fns[0], fns[1])
+
+    #: printers kept by ``_row_printers`` for relations to come (emptied when full)
+    SHARED_PRINTERS_MAX = 256
+
+    def _row_printers(self, relation: Any
+                      ) -> Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
+        """``relation``'s fused row printers (new tuple, old key).
+
+        Shared with every relation printed the same way: the same attributes (every
+        field, so the same deforming, missing values and general path) and the same
+        column prefixes and types, all of whose output functions are built in and
+        independent of the catalog (``offloadable``).  Such a relation's rows print to
+        the same bytes through either's printers, and a stream of like tables (staging
+        tables, partitions) generates them once."""
+        cols = self._column_printers(relation)
+        key: Any = None
+        if self.offloadable(relation):
+            key = (tuple(tuple(getattr(a, f) for f in _ATTRIBUTE_FIELDS)
+                         for a in relation.tupdesc.attrs),
+                   tuple(None if c is None else (c[0], c[1]) for c in cols))
+            fns = self._shared_rowfns.get(key)
+            if fns is not None:
+                return fns
+        fns = (self._row_printer(relation, cols, False), self._row_printer(relation, cols, True))
+        if key is not None:
+            if len(self._shared_rowfns) >= self.SHARED_PRINTERS_MAX:
+                self._shared_rowfns.clear()
+            self._shared_rowfns[key] = fns
+        return fns
 
     def _row_printer(self, relation: Any, cols: List[Optional[ColumnPrinter]],
                      skip_nulls: bool) -> Callable[[bytes], bytes]:
