@@ -30,6 +30,7 @@ from pglogical_py.cli import decode as cli_decode
 from pglogical_py.cli import main
 from pglogical_py.errors import DecodingError
 from pglogical_py.logical._offload import OFFLOAD_INSERT, OFFLOAD_OLD_KEY, OFFLOAD_UPDATE_OLD
+from pglogical_py.plugins._test_decoding_rows import _MALFORMED, _FastRel
 from pglogical_py.plugins.test_decoding import TestDecoding
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -182,7 +183,6 @@ def _started(tmp_path: Path, locate: Any = None
     rel = _relation()
     plugin._catalog = _FormatCatalog()
     head = b"table public.tbl:"
-    from pglogical_py.plugins._test_decoding_rows import _FastRel
 
     fast = _FastRel(head + b" INSERT:", head + b" UPDATE:", head + b" UPDATE: old-key:",
                     head + b" DELETE:", lambda t: b"", lambda t: b"")
@@ -412,20 +412,35 @@ def _like(oid: int, name: str = "t", missing: Optional[str] = None) -> Relation:
 
 
 def test_like_relations_share_row_printers() -> None:
-    """Relations with the same attributes, prefixes and built-in types share their fused
-    row printers (generated once); one differing in any attribute field (a column name,
-    a missing value) gets its own.  Each relation's rows print through them what its
-    own general path prints, a tuple missing the text column included."""
+    """Relations with the same attributes (missing values aside), prefixes and built-in
+    types share their fused row printers (generated once); one differing in another
+    attribute field (a column name) gets its own.  Each relation's rows print through
+    them what its own general path prints; a tuple missing attributes, which a shared
+    printer declines (a ``_MALFORMED`` error), goes to that general path, as
+    ``change`` and the format worker do."""
     plugin = TestDecoding()
     plugin._catalog = _FormatCatalog()
     a, b, c, d = _like(90011), _like(90012), _like(90013, name="u"), _like(90014, missing="x")
     printers = [plugin._row_printers(r) for r in (a, b, c, d)]
-    assert printers[1] is printers[0]
-    assert printers[2][0] is not printers[0][0] and printers[3][0] is not printers[0][0]
+    assert printers[1] is printers[0] and printers[3] is printers[0]
+    assert printers[2][0] is not printers[0][0]
     short = struct.pack("<HHB", 1, 0, 24) + b"\0" + struct.pack("<i", 5)
+    general = {}
     for rel, (new, old) in zip((a, b, c, d), printers):
         for t in (_tuple(7, b"it's"), short):
             vals = deform_wal_tuple(rel.tupdesc, t)
-            assert new(t) == plugin._tuple_to_str(rel, vals, False).encode()
-            assert old(t) == plugin._tuple_to_str(rel, vals, True).encode()
-    assert printers[0][0](short) != printers[3][0](short)  # null vs the missing value
+            for fn, skip in ((new, False), (old, True)):
+                want = plugin._tuple_to_str(rel, vals, skip).encode()
+                general[rel.oid, t, skip] = want
+                try:
+                    got = fn(t)
+                except _MALFORMED:
+                    assert t is short
+                    continue
+                assert got == want
+    assert general[90011, short, False] != general[90014, short, False]  # null vs 'x'
+    # through the format worker's printers: each relation's own bytes
+    for rel in (a, d):
+        spec = plugin.offload_spec(rel, _FastRel(b"i", b"u", b"uo", b"d", *printers[0]))
+        off = TestDecoding().rows_from_spec(spec)
+        assert off.print_new(short, 0, 0) == general[rel.oid, short, False]

@@ -96,8 +96,10 @@ from ._test_decoding_rows import (
     row_printer,
 )
 
-#: every field of an Attribute (what ``_row_printers`` compares descriptors by)
-_ATTRIBUTE_FIELDS = Attribute.__slots__
+#: the fields of an Attribute ``_row_printers`` compares descriptors by: all but the
+#: missing values (which only tuples missing attributes read)
+_PRINTED_FIELDS = tuple(f for f in Attribute.__slots__
+                        if f not in ("atthasmissing", "attmissingval", "missing_text"))
 
 _UNQUOTED = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
 
@@ -744,34 +746,43 @@ class TestDecoding:
         """``relation``'s fused row printers (new tuple, old key).
 
         Shared with every relation printed the same way: the same attributes (every
-        field, so the same deforming, missing values and general path) and the same
-        column prefixes and types, all of whose output functions are built in and
-        independent of the catalog (``offloadable``).  Such a relation's rows print to
-        the same bytes through either's printers, and a stream of like tables (staging
-        tables, partitions) generates them once."""
+        field but the missing values) and the same column prefixes and types, all of
+        whose output functions are built in and independent of the catalog
+        (``offloadable``).  A tuple with every attribute prints to the same bytes
+        through either relation's printers; one missing attributes (where missing
+        values matter) makes shared printers raise a ``_MALFORMED`` error, and the
+        caller prints it through its own relation's general path, as it does a
+        malformed tuple.  A stream of like tables (staging tables, partitions,
+        migrations) generates its printers once."""
         cols = self._column_printers(relation)
         key: Any = None
         if self.offloadable(relation):
-            key = (tuple(tuple(getattr(a, f) for f in _ATTRIBUTE_FIELDS)
+            key = (tuple(tuple(getattr(a, f) for f in _PRINTED_FIELDS)
                          for a in relation.tupdesc.attrs),
                    tuple(None if c is None else (c[0], c[1]) for c in cols))
             fns = self._shared_rowfns.get(key)
             if fns is not None:
                 return fns
-        fns = (self._row_printer(relation, cols, False), self._row_printer(relation, cols, True))
-        if key is not None:
+        shared = key is not None
+        fns = (self._row_printer(relation, cols, False, shared),
+               self._row_printer(relation, cols, True, shared))
+        if shared:
             if len(self._shared_rowfns) >= self.SHARED_PRINTERS_MAX:
                 self._shared_rowfns.clear()
             self._shared_rowfns[key] = fns
         return fns
 
     def _row_printer(self, relation: Any, cols: List[Optional[ColumnPrinter]],
-                     skip_nulls: bool) -> Callable[[bytes], bytes]:
+                     skip_nulls: bool, shared: bool = False) -> Callable[[bytes], bytes]:
         """WAL tuple bytes -> tuple_to_stringinfo bytes: fused per null pattern
-        (``_test_decoding_rows.row_printer``), this plugin's general path behind it."""
+        (``_test_decoding_rows.row_printer``), this plugin's general path behind it
+        (``shared``: not for a tuple missing attributes, see ``_row_printers``)."""
         tupdesc = relation.tupdesc
+        natts = tupdesc.natts
 
         def slow(t: bytes) -> bytes:
+            if shared and (t[0] | (t[1] << 8)) & 0x7FF != natts:
+                raise ValueError("attributes missing: the relation's own general path")
             text = self._tuple_to_str(relation, deform_wal_tuple(tupdesc, t), skip_nulls)
             return text.encode("utf-8", "surrogateescape")
 
