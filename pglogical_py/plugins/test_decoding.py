@@ -177,14 +177,13 @@ class TestDecoding:
         #: Relation -> fused row printers (new tuple, old key): kept across
         #: invalidations, a Relation object stands for one descriptor
         self._rowfns: Dict[Any, Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {}
-        #: Relation (or its shape) -> tuples printed without compiled code (see
-        #: COMPILE_AFTER, ``_count_use``)
+        #: Relation -> tuples printed without compiled code (see COMPILE_AFTER)
         self._uses: Dict[Any, int] = {}
+        #: the same per descriptor shape, where SHARES_CODE (``_count_use``)
+        self._shape_uses: Dict[Tuple[Any, ...], int] = {}
         #: what ``_row_printers`` keys by -> fused row printers (new tuple, old key)
         self._shared_rowfns: Dict[Any, Tuple[Callable[[bytes], bytes],
                                              Callable[[bytes], bytes]]] = {}
-        #: Relation -> its descriptor's shape (``_count_use``)
-        self._shapes: Dict[Any, Tuple[Any, ...]] = {}
         #: Relation -> (its INSERT head, its code in the format worker)
         self._offloaded: Dict[Any, Tuple[bytes, int]] = {}
         #: Relation -> whether a format worker can print its rows
@@ -245,7 +244,7 @@ class TestDecoding:
         self._fast.clear()
         self._rowfns.clear()
         self._uses.clear()
-        self._shapes.clear()
+        self._shape_uses.clear()
         self._shared_rowfns.clear()
 
     # -- transactions ------------------------------------------------------------
@@ -498,7 +497,8 @@ class TestDecoding:
         if fast is None or epoch != self._epoch:
             return None
         offload = getattr(ctx, "row_offload", None)
-        if offload is not None and offload.line_sink is sink and self.offloadable(relation):
+        if (offload is not None and offload.line_sink is sink and self.offloadable(relation)
+                and self._printed_enough(relation)):
             return self._offload_lane(ctx, relation, fast, offload)
         ins, upd, upd_old, dele = fast.ins, fast.upd, fast.upd_old, fast.dele
         new, old = fast.new, fast.old
@@ -714,20 +714,27 @@ class TestDecoding:
         compiling.
 
         Where generated code is compiled once per source (``_jit.SHARES_CODE``,
-        CPython), uses are counted per descriptor shape: a relation shaped like
+        CPython), uses are counted per descriptor shape too: a relation shaped like
         others that printed enough rows costs no compilation, only its printers'
-        generation, and takes the fast path from its first warm row (a stream of
-        like short-lived tables)."""
-        key: Any = relation
-        if SHARES_CODE:
-            key = self._shapes.get(relation)
-            if key is None:
-                key = self._shapes[relation] = tuple(
-                    (a.attlen, a.attalign, a.atttypid, a.attisdropped, a.attnum)
-                    for a in relation.tupdesc.attrs)
-        n = self._uses.get(key, 0) + 1
-        self._uses[key] = n
+        generation (none when they are shared, see ``_row_printers``), and takes the
+        fast path from its first warm row (a stream of like short-lived tables)."""
+        n = self._uses.get(relation, 0) + 1
+        self._uses[relation] = n
+        if n > self.COMPILE_AFTER:
+            return True
+        if not SHARES_CODE:
+            return False
+        shape = tuple((a.attlen, a.attalign, a.atttypid, a.attisdropped, a.attnum)
+                      for a in relation.tupdesc.attrs)
+        n = self._shape_uses.get(shape, 0) + 1
+        self._shape_uses[shape] = n
         return n > self.COMPILE_AFTER
+
+    def _printed_enough(self, relation: Any) -> bool:
+        """Whether ``relation`` itself printed COMPILE_AFTER rows through the general
+        path: a relation warm by its shape alone (``_count_use``) is not worth a
+        format worker's set-up (its definition sent, its printers made there)."""
+        return self._uses.get(relation, 0) > self.COMPILE_AFTER
 
     def _make_fast(self, relation: Any, head: str) -> _FastRel:
         """The fast-path state of a relation whose look-ups are all cached."""
