@@ -188,6 +188,8 @@ class TestDecoding:
         self._offloaded: Dict[Any, Tuple[bytes, int]] = {}
         #: Relation -> whether a format worker can print its rows
         self._can_offload: Dict[Any, bool] = {}
+        #: type oid -> ``_builtin_output``'s answer
+        self._builtin_types: Dict[int, bool] = {}
         self._catalog: Any = None
         #: ctx.cache_epoch when the caches above were last known warm
         self._epoch = 0
@@ -605,13 +607,18 @@ class TestDecoding:
         return ok
 
     def _builtin_output(self, typid: int) -> bool:
-        if typid not in BUILTIN_INFO or catalog_dependent(typid):
-            return False
-        try:
-            output_function(typid, self.settings, None)
-        except UnknownTypeError:
-            return False
-        return True
+        """Whether ``typid`` is built in and prints without the catalog (per type
+        once: the answer depends on the type and the session's settings only)."""
+        ok = self._builtin_types.get(typid)
+        if ok is None:
+            ok = typid in BUILTIN_INFO and not catalog_dependent(typid)
+            if ok:
+                try:
+                    output_function(typid, self.settings, None)
+                except UnknownTypeError:
+                    ok = False
+            self._builtin_types[typid] = ok
+        return ok
 
     def offload_spec(self, relation: Any, fast: _FastRel) -> Tuple[Any, ...]:
         """What ``rows_from_spec`` needs to print ``relation``'s rows in a format
