@@ -2,13 +2,20 @@
 
     python benchmarks/_spark_run.py MASTER WAL CATALOG RESTART START END PARTITIONS MODE
 
+MODE ``text`` or ``changes``: the pglogical source; ``replay``: WAL is the tsv of the
+command line's rows and benchmarks/_spark_replay.py replays it (no decode, no plan).
+
 Starts a SparkSession on MASTER (``local[N]`` or ``spark://...``), warms its Python
 workers up on a small read, then times ``spark.read.format("pglogical")...`` written to
 Spark's ``noop`` sink (every row made, nothing kept): the plan (on the driver) and every
 task included.  Then, untimed, checks the rows (count, ``table ...`` rows in text mode,
 row changes in the feed) and reads the stage's task metrics from the driver's REST API.
 Prints one JSON line: wall, plan seconds, tasks ((duration, executor run time) ms),
-partitions, rows, changes.
+partitions, rows, changes, and the CPU seconds the timed read cost the JVMs, the executors'
+Python workers and the Python planning the read (``/proc``: every ``java`` process and
+every pyspark daemon of ``pyspark.worker`` / ``plan_data_source_read`` on the box, before
+and after, reaped children included -- nothing else of either kind runs during a
+benchmark).
 """
 
 from __future__ import annotations
@@ -44,11 +51,40 @@ def _tasks(spark: Any, group: str) -> List[List[float]]:
     return out
 
 
+def _cpu() -> Dict[str, float]:
+    """CPU seconds (user + system, reaped children included) of the JVMs, the executors'
+    Python workers and the read's planning workers now running on this machine."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {"jvm": 0.0, "python": 0.0, "plan": 0.0}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if b"java" in cmd.split(b" ", 1)[0]:
+            kind = "jvm"
+        elif b"pyspark.daemon pyspark.worker " in cmd:
+            kind = "python"
+        elif b"plan_data_source_read" in cmd:
+            kind = "plan"
+        else:
+            continue
+        out[kind] += sum(int(x) for x in fields[11:15]) / hz  # utime stime cutime cstime
+    return out
+
+
 def main() -> None:
     master, wal, catalog, restart, start, end, parts, mode = sys.argv[1:9]
     os.environ["PYSPARK_PYTHON"] = sys.executable
     path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
+    bench = os.path.join(ROOT, "benchmarks")  # _spark_replay, for the executors too
+    os.environ["PYTHONPATH"] = ROOT + os.pathsep + bench + (os.pathsep + path if path else "")
+    sys.path.insert(0, bench)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -64,7 +100,15 @@ def main() -> None:
      .option("slotState", warm + "/slot.state").option("partitions", parts).load(warm + "/wal")
      .write.format("noop").mode("overwrite").save())
 
+    if mode == "replay":
+        from _spark_replay import ReplaySource
+
+        spark.dataSource.register(ReplaySource)
+
     def read() -> Any:
+        if mode == "replay":
+            return (spark.read.format("pglogical_replay").option("partitions", parts)
+                    .load(wal))
         r = (spark.read.format("pglogical").option("catalog", catalog)
              .option("restartLsn", restart).option("startLsn", start).option("endLsn", end)
              .option("partitions", parts))
@@ -79,18 +123,20 @@ def main() -> None:
                           "startlsn": start, "endlsn": end, "partitions": parts,
                           **({"mode": "changes"} if mode != "text" else {})})
     t = time.perf_counter()
-    plan = plan_read(opts.request(), int(parts))
+    plan = plan_read(opts.request(), int(parts)) if mode != "replay" else None
     plan_s = time.perf_counter() - t
 
     spark.sparkContext.setJobGroup("timed", "the timed read")
+    cpu0 = _cpu()
     t = time.perf_counter()
     df = read()
     df.write.format("noop").mode("overwrite").save()
     wall = time.perf_counter() - t
+    cpu1 = _cpu()
     tasks = _tasks(spark, "timed")
     spark.sparkContext.setJobGroup("check", "untimed checks")
     df = read()
-    if mode == "text":
+    if mode in ("text", "replay"):
         row = df.agg(F.count(F.lit(1)).alias("rows"),
                      F.sum(F.col("data").startswith("table ").cast("long")).alias("changes")
                      ).collect()[0]
@@ -100,8 +146,10 @@ def main() -> None:
                                                       "delete").cast("long")).alias("changes")
                      ).collect()[0]
     out: Dict[str, Any] = {"wall": wall, "plan": plan_s, "tasks": tasks,
-                           "partitions": len(plan.partitions), "rows": int(row["rows"]),
-                           "changes": int(row["changes"] or 0)}
+                           "partitions": len(plan.partitions) if plan else int(parts),
+                           "rows": int(row["rows"]),
+                           "changes": int(row["changes"] or 0),
+                           "cpu": {k: cpu1[k] - cpu0[k] for k in cpu1}}
     spark.stop()
     print(json.dumps(out))
 

@@ -21,10 +21,12 @@ Measures what issue 29 ("Must show") asks, on W2 (benchmarks/bench_decode.py's w
 Figures: speedup = local[1]'s median wall / local[2]'s; per-executor changes/s = the
 read's changes / the tasks' summed executor run time (what one executor core
 sustains), against the command line's changes / wall; the plan's seconds (one
-header-cost pass, measured on its own).  Runs are interleaved (every configuration once,
-then again), medians of ``--repeat``; the load average at start and end is printed and
-written.  ``--feed`` adds the change feed (``mode changes``, all tables, VARIANT images)
-on local[2].
+header-cost pass, measured on its own); the CPU seconds of the executors' Python
+workers and of the JVMs during the timed read (_spark_run.py ``_cpu``), the CLI's own CPU
+beside them: where an executor's time goes besides the decode.  Runs are interleaved
+(every configuration once, then again), medians of ``--repeat``; the load average at
+start and end is printed and written.  ``--feed`` adds the change feed (``mode
+changes``, all tables, VARIANT images) on local[2].
 
 Usage::
 
@@ -65,11 +67,31 @@ def _load() -> str:
     return " ".join("%.2f" % x for x in os.getloadavg())
 
 
+#: the configuration that replays the command line's rows (benchmarks/_spark_replay.py)
+REPLAY = ("local[1], the CLI's rows replayed, no decode (Spark's own cost)", "local[1]",
+          "replay")
+
+
+def replay_rows(wd: Path, meta: Dict[str, Any]) -> Path:
+    """The command line's rows of the read as a tsv file (made once, untimed)."""
+    out = wd / "spark_replay.tsv"
+    if not out.exists():
+        subprocess.run([sys.executable, "-m", "pglogical_py", "decode", str(wd / "wal"),
+                        "--catalog", str(wd / "catalog.json.gz"),
+                        "--restart-lsn", meta["restart_lsn"],
+                        "--start-lsn", meta["confirmed_flush_lsn"],
+                        "--end-lsn", meta["end_lsn"], "-O", str(out) + ".tmp",
+                        "--no-progress"], cwd=str(ROOT), check=True)
+        os.replace(str(out) + ".tmp", out)
+    return out
+
+
 def run_spark(master: str, wd: Path, meta: Dict[str, Any], partitions: int,
               mode: str = "text") -> Dict[str, Any]:
     catalog = wd / "catalog.json.gz"
+    wal = replay_rows(wd, meta) if mode == "replay" else wd / "wal"
     argv = [sys.executable, str(ROOT / "benchmarks" / "_spark_run.py"), master,
-            str(wd / "wal"), str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
+            str(wal), str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
             meta["end_lsn"], str(partitions), mode]
     r = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True)
     if r.returncode != 0:
@@ -107,7 +129,7 @@ def main() -> int:
     load_start = _load()
     print("load average at start:", load_start, flush=True)
     bd.precompile(sys.executable)
-    configs = [("local[1]", "local[1]", "text"), ("local[2]", "local[2]", "text")]
+    configs = [("local[1]", "local[1]", "text"), ("local[2]", "local[2]", "text"), REPLAY]
     if args.feed:
         configs.append(("local[2], change feed", "local[2]", "changes"))
     cluster: Any = None
@@ -208,32 +230,42 @@ def report(runs: Dict[str, List[Dict[str, Any]]], configs: List[Any], meta: Dict
             load_start, load_end, changes, meta["pg_rows"], meta["wal_bytes"] / 1e6,
             args.repeat, args.partitions),
         "",
-        "| what | wall s | plan s | changes/s | per-executor changes/s | × local[1] | rows |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        "| PostgreSQL %s in-server (`pg_logical_slot_peek_changes`) | %.2f | | %.0f | | | "
+        "| what | wall s | plan s | changes/s | per-executor changes/s | × local[1] "
+        "| executors' Python CPU s | JVM CPU s | rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| PostgreSQL %s in-server (`pg_logical_slot_peek_changes`) | %.2f | | %.0f | | | | | "
         "reference%s |" % (meta.get("server_version", "15"), pg, changes / pg,
                            "" if runs["pg"] else " (cached timing)"),
         "| CLI, one process (`--crc-worker off --format-worker off`) | %.2f | | %.0f | %.0f "
-        "| | %s |" % (cli, cli_rate, cli_rate,
-                      "= PostgreSQL's (MD5)" if all(r["ok"] for r in runs["cli"])
-                      else "MISMATCH"),
+        "| | %.2f | | %s |" % (cli, cli_rate, cli_rate, _med([r["user"] + r["sys"]
+                                                            for r in runs["cli"]]),
+                              "= PostgreSQL's (MD5)" if all(r["ok"] for r in runs["cli"])
+                              else "MISMATCH"),
     ]
     base: Optional[float] = None
     for name, _master, _mode in configs:
         rs = [r for r in runs[name] if "error" not in r]
         if not rs:
-            lines.append("| Spark %s | error: %s | | | | | |" % (
+            lines.append("| Spark %s | error: %s | | | | | | | |" % (
                 name, runs[name][0]["error"] if runs[name] else "?"))
             continue
         wall = _med([r["wall"] for r in rs])
         if name == "local[1]":
             base = wall
+        speedup = "%.2f×" % (base / wall) if base and _mode != "replay" else ""
         per = _med([r["per_executor"] for r in rs])
-        lines.append("| Spark %s | %.2f | %.2f | %.0f | %.0f (%.2f× CLI) | %s | %s |" % (
+        lines.append("| Spark %s | %.2f | %.2f | %.0f | %.0f (%.2f× CLI) | %s | %s | %s | %s |" % (
             name, wall, _med([r["plan"] for r in rs]), changes / wall, per, per / cli_rate,
-            "%.2f×" % (base / wall) if base else "", "= PostgreSQL's (count, changes)"
+            speedup, _cpu_med(rs, "python"),
+            _cpu_med(rs, "jvm"), "= PostgreSQL's (count, changes)"
             if all(r["ok"] for r in rs) else "MISMATCH"))
     return "\n".join(lines), ok
+
+
+def _cpu_med(rs: List[Dict[str, Any]], kind: str) -> str:
+    """The median CPU seconds of ``kind`` over the runs (_spark_run.py ``_cpu``)."""
+    xs = [r["cpu"][kind] for r in rs if "cpu" in r]
+    return "%.2f" % _med(xs) if xs else ""
 
 
 def _pyspark_version() -> str:
