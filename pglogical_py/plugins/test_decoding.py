@@ -36,8 +36,16 @@ NOTES
     malformed tuples, more than 64 attributes or 64 null patterns) goes through the
     general path, which is the transcription of test_decoding.c;
     tests/test_fused_rows.py checks that both print the same bytes for every tuple
-    of the fixtures.  Measured in docs/performance.md ("Decode profile: replay and
-    output").
+    of the fixtures.  Relations alike (the same attributes but for their missing
+    values, the same prefixes, built-in catalog-independent types) share their fused
+    printers (``_row_printers``), which decline (a ``_MALFORMED`` error) a tuple
+    missing attributes, so that its own relation's general path prints it.  On
+    CPython, where generated code is compiled once per source
+    (``_jit.SHARES_CODE``), uses are also counted per descriptor shape: a stream of
+    like short-lived tables takes the fast path from each table's first warm row;
+    such a table is printed in this process, not defined in a format worker.
+    Measured in docs/performance.md ("Decode profile: replay and output"; "Like
+    tables share their row printers").
 
     The fast lane (``fast_change``) is that fast path without the change callback's
     wrapper, a transaction's first row included (BEGIN written by the lane with
