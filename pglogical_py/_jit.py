@@ -31,6 +31,14 @@ NOTES
     code; in a plain dict every ``LOAD_GLOBAL`` stays a hash look-up, several per
     row in the bridges the replay loop runs through.  CPython reads both kinds alike.
 
+    On CPython ``exec_generated`` keeps the code object compiled from each source
+    (``SHARES_CODE``; a bounded table, emptied when full): descriptors of the same
+    shape generate the same source (their literals -- names, prefixes -- are in the
+    namespace, not the source), so a stream creating many like tables (staging
+    tables, partitions, migrations) compiles each shape once and only binds a new
+    namespace per relation.  Not on PyPy: there a code object shared by relations
+    whose constants differ would be traced with guards on one relation's globals.
+
 INVARIANTS
     * A hint only: behaviour and output are the same with and without it.
     * Returns ``func`` itself (usable as a decorator; no wrapper, no extra frame).
@@ -40,10 +48,12 @@ INVARIANTS
 
 from __future__ import annotations
 
+import sys
 import types
-from typing import Any, Callable, Dict, Mapping, TypeVar
+from types import CodeType
+from typing import Any, Callable, Dict, Mapping, Tuple, TypeVar
 
-__all__ = ["exec_generated", "not_inlined"]
+__all__ = ["SHARES_CODE", "exec_generated", "not_inlined"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,10 +72,27 @@ def not_inlined(func: F) -> F:
     return func
 
 
+#: whether ``exec_generated`` compiles a given source once (CPython, see NOTES)
+SHARES_CODE = sys.implementation.name != "pypy"
+
+#: (source, filename) -> its code object, where SHARES_CODE
+_CODE: Dict[Tuple[str, str], CodeType] = {}
+_CODE_MAX = 512
+
+
 def exec_generated(src: str, filename: str, names: Mapping[str, Any]) -> Dict[str, Any]:
     """Compile and run generated ``src`` with the globals ``names``, in a module's dict
     (constant-folded by PyPy's JIT, see NOTES); returns that namespace."""
     ns: Dict[str, Any] = types.ModuleType("_generated").__dict__
     ns.update(names)
-    exec(compile(src, filename, "exec"), ns)
+    if SHARES_CODE:
+        key = (src, filename)
+        code = _CODE.get(key)
+        if code is None:
+            if len(_CODE) >= _CODE_MAX:
+                _CODE.clear()
+            code = _CODE[key] = compile(src, filename, "exec")
+    else:
+        code = compile(src, filename, "exec")
+    exec(code, ns)
     return ns

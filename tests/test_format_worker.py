@@ -15,12 +15,13 @@ import signal
 import stat
 import struct
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import pytest
 from _fixtures import decode_end  # type: ignore[import-not-found]
 from test_decode_corpus import CASES, _read_expected, decode_fixture  # type: ignore[import-not-found]
 
+from pglogical_py.access.heaptuple import deform_wal_tuple
 from pglogical_py.adapters import crc_worker, format_worker
 from pglogical_py.adapters.format_worker import FormatWorker, FormatWorkerError
 from pglogical_py.adapters.tsv import tsv_sink as _tsv_sink
@@ -29,6 +30,7 @@ from pglogical_py.cli import decode as cli_decode
 from pglogical_py.cli import main
 from pglogical_py.errors import DecodingError
 from pglogical_py.logical._offload import OFFLOAD_INSERT, OFFLOAD_OLD_KEY, OFFLOAD_UPDATE_OLD
+from pglogical_py.plugins._test_decoding_rows import _MALFORMED, _FastRel
 from pglogical_py.plugins.test_decoding import TestDecoding
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -181,7 +183,6 @@ def _started(tmp_path: Path, locate: Any = None
     rel = _relation()
     plugin._catalog = _FormatCatalog()
     head = b"table public.tbl:"
-    from pglogical_py.plugins._test_decoding_rows import _FastRel
 
     fast = _FastRel(head + b" INSERT:", head + b" UPDATE:", head + b" UPDATE: old-key:",
                     head + b" DELETE:", lambda t: b"", lambda t: b"")
@@ -398,3 +399,48 @@ def test_cli_forks_before_reading_ahead(tmp_path: Path, monkeypatch: pytest.Monk
     last_fork = max(i for i, k in enumerate(kinds) if k == "fork")
     assert all(k == "fork" for k in kinds[:last_fork + 1]), events
     assert all(n == base for k, n in events if k == "fork"), events
+
+
+def _like(oid: int, name: str = "t", missing: Optional[str] = None) -> Relation:
+    """(int4 id, text ``name``), the text column with a missing value when given."""
+    attrs = [Attribute(1, "id", 23, -1, 4, True, "i"),
+             Attribute(2, name, 25, -1, -1, False, "i", atthasmissing=missing is not None,
+                       attmissingval=None if missing is None else "{%s}" % missing,
+                       missing_text=missing)]
+    return Relation(oid, "tbl%d" % oid, "public", 2200, "r", "p", "d", oid, 1663, 0,
+                    TupleDesc(attrs))
+
+
+def test_like_relations_share_row_printers() -> None:
+    """Relations with the same attributes (missing values aside), prefixes and built-in
+    types share their fused row printers (generated once); one differing in another
+    attribute field (a column name) gets its own.  Each relation's rows print through
+    them what its own general path prints; a tuple missing attributes, which a shared
+    printer declines (a ``_MALFORMED`` error), goes to that general path, as
+    ``change`` and the format worker do."""
+    plugin = TestDecoding()
+    plugin._catalog = _FormatCatalog()
+    a, b, c, d = _like(90011), _like(90012), _like(90013, name="u"), _like(90014, missing="x")
+    printers = [plugin._row_printers(r) for r in (a, b, c, d)]
+    assert printers[1] is printers[0] and printers[3] is printers[0]
+    assert printers[2][0] is not printers[0][0]
+    short = struct.pack("<HHB", 1, 0, 24) + b"\0" + struct.pack("<i", 5)
+    general = {}
+    for rel, (new, old) in zip((a, b, c, d), printers):
+        for t in (_tuple(7, b"it's"), short):
+            vals = deform_wal_tuple(rel.tupdesc, t)
+            for fn, skip in ((new, False), (old, True)):
+                want = plugin._tuple_to_str(rel, vals, skip).encode()
+                general[rel.oid, t, skip] = want
+                try:
+                    got = fn(t)
+                except _MALFORMED:
+                    assert t is short
+                    continue
+                assert got == want
+    assert general[90011, short, False] != general[90014, short, False]  # null vs 'x'
+    # through the format worker's printers: each relation's own bytes
+    for rel in (a, d):
+        spec = plugin.offload_spec(rel, _FastRel(b"i", b"u", b"uo", b"d", *printers[0]))
+        off = TestDecoding().rows_from_spec(spec)
+        assert off.print_new(short, 0, 0) == general[rel.oid, short, False]

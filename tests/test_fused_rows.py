@@ -80,7 +80,14 @@ class _Checking(td.TestDecoding):
                 continue
             want = self._tuple_to_str(relation, deform_wal_tuple(relation.tupdesc, tup),
                                       skip).encode("utf-8", "surrogateescape")
-            got = fn(tup)
+            try:
+                got = fn(tup)
+            except rows._MALFORMED:
+                # declined by printers shared with a like relation: only a tuple
+                # missing attributes, which ``change`` and the lane then print
+                # through this relation's general path
+                assert (tup[0] | (tup[1] << 8)) & 0x7FF != relation.tupdesc.natts
+                continue
             assert got == want, (relation.relname, skip, tup)
             self.checked += 1
             if fn.__name__ == "row":  # generated, not the general path's ``slow``

@@ -86,3 +86,15 @@ def test_generated_code_in_the_package_goes_through_exec_generated() -> None:
             if re.search(r"(?<![\w.])exec\(", line):
                 offenders.append(f"{path.relative_to(root)}:{n}")
     assert offenders == []
+
+
+def test_exec_generated_compiles_a_source_once_where_code_is_shared() -> None:
+    """Where SHARES_CODE (CPython), the same source gives the same code object, each
+    call its own namespace and function; under PyPy each call compiles its own."""
+    src = "def f():\n    return A\n"
+    f1 = _jit.exec_generated(src, "<t-shared>", {"A": 1})["f"]
+    f2 = _jit.exec_generated(src, "<t-shared>", {"A": 2})["f"]
+    assert (f1(), f2()) == (1, 2)
+    assert f1 is not f2 and f1.__globals__ is not f2.__globals__
+    assert (f1.__code__ is f2.__code__) == _jit.SHARES_CODE
+    assert _jit.SHARES_CODE == (sys.implementation.name != "pypy")

@@ -36,8 +36,16 @@ NOTES
     malformed tuples, more than 64 attributes or 64 null patterns) goes through the
     general path, which is the transcription of test_decoding.c;
     tests/test_fused_rows.py checks that both print the same bytes for every tuple
-    of the fixtures.  Measured in docs/performance.md ("Decode profile: replay and
-    output").
+    of the fixtures.  Relations alike (the same attributes but for their missing
+    values, the same prefixes, built-in catalog-independent types) share their fused
+    printers (``_row_printers``), which decline (a ``_MALFORMED`` error) a tuple
+    missing attributes, so that its own relation's general path prints it.  On
+    CPython, where generated code is compiled once per source
+    (``_jit.SHARES_CODE``), uses are also counted per descriptor shape: a stream of
+    like short-lived tables takes the fast path from each table's first warm row;
+    such a table is printed in this process, not defined in a format worker.
+    Measured in docs/performance.md ("Decode profile: replay and output"; "Like
+    tables share their row printers").
 
     The fast lane (``fast_change``) is that fast path without the change callback's
     wrapper, a transaction's first row included (BEGIN written by the lane with
@@ -58,10 +66,10 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .._jit import exec_generated, not_inlined
+from .._jit import SHARES_CODE, exec_generated, not_inlined
 from ..access.detoast import detoast_inline
 from ..access.heaptuple import deform_wal_tuple
-from ..catalog.relation import Relation, TupleDesc
+from ..catalog.relation import Attribute, Relation, TupleDesc
 from ..catalog.snapshot import (
     BITOID,
     BOOLOID,
@@ -95,6 +103,11 @@ from ._test_decoding_rows import (
     _OffloadedRel,
     row_printer,
 )
+
+#: the fields of an Attribute ``_row_printers`` compares descriptors by: all but the
+#: missing values (which only tuples missing attributes read)
+_PRINTED_FIELDS = tuple(f for f in Attribute.__slots__
+                        if f not in ("atthasmissing", "attmissingval", "missing_text"))
 
 _UNQUOTED = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
 
@@ -174,10 +187,17 @@ class TestDecoding:
         self._rowfns: Dict[Any, Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {}
         #: Relation -> tuples printed without compiled code (see COMPILE_AFTER)
         self._uses: Dict[Any, int] = {}
+        #: the same per descriptor shape, where SHARES_CODE (``_count_use``)
+        self._shape_uses: Dict[Tuple[Any, ...], int] = {}
+        #: what ``_row_printers`` keys by -> fused row printers (new tuple, old key)
+        self._shared_rowfns: Dict[Any, Tuple[Callable[[bytes], bytes],
+                                             Callable[[bytes], bytes]]] = {}
         #: Relation -> (its INSERT head, its code in the format worker)
         self._offloaded: Dict[Any, Tuple[bytes, int]] = {}
         #: Relation -> whether a format worker can print its rows
         self._can_offload: Dict[Any, bool] = {}
+        #: type oid -> ``_builtin_output``'s answer
+        self._builtin_types: Dict[int, bool] = {}
         self._catalog: Any = None
         #: ctx.cache_epoch when the caches above were last known warm
         self._epoch = 0
@@ -234,6 +254,8 @@ class TestDecoding:
         self._fast.clear()
         self._rowfns.clear()
         self._uses.clear()
+        self._shape_uses.clear()
+        self._shared_rowfns.clear()
 
     # -- transactions ------------------------------------------------------------
 
@@ -485,7 +507,8 @@ class TestDecoding:
         if fast is None or epoch != self._epoch:
             return None
         offload = getattr(ctx, "row_offload", None)
-        if offload is not None and offload.line_sink is sink and self.offloadable(relation):
+        if (offload is not None and offload.line_sink is sink and self.offloadable(relation)
+                and self._printed_enough(relation)):
             return self._offload_lane(ctx, relation, fast, offload)
         ins, upd, upd_old, dele = fast.ins, fast.upd, fast.upd_old, fast.dele
         new, old = fast.new, fast.old
@@ -592,13 +615,18 @@ class TestDecoding:
         return ok
 
     def _builtin_output(self, typid: int) -> bool:
-        if typid not in BUILTIN_INFO or catalog_dependent(typid):
-            return False
-        try:
-            output_function(typid, self.settings, None)
-        except UnknownTypeError:
-            return False
-        return True
+        """Whether ``typid`` is built in and prints without the catalog (per type
+        once: the answer depends on the type and the session's settings only)."""
+        ok = self._builtin_types.get(typid)
+        if ok is None:
+            ok = typid in BUILTIN_INFO and not catalog_dependent(typid)
+            if ok:
+                try:
+                    output_function(typid, self.settings, None)
+                except UnknownTypeError:
+                    ok = False
+            self._builtin_types[typid] = ok
+        return ok
 
     def offload_spec(self, relation: Any, fast: _FastRel) -> Tuple[Any, ...]:
         """What ``rows_from_spec`` needs to print ``relation``'s rows in a format
@@ -621,9 +649,8 @@ class TestDecoding:
             cols.append(None if col is None
                         else (col[0], col[1], self._value_printer(att, relation)))
         self._printers[relation] = cols
-        return _OffloadedRel(self, relation, heads,
-                             self._row_printer(relation, cols, False),
-                             self._row_printer(relation, cols, True))
+        new, old = self._row_printers(relation)
+        return _OffloadedRel(self, relation, heads, new, old)
 
     def _change_general(self, ctx: Any, txn: ReorderBufferTXN, relation: Any,
                         change: ReorderBufferChange) -> None:
@@ -699,30 +726,85 @@ class TestDecoding:
 
     def _count_use(self, relation: Any) -> bool:
         """One more use of ``relation``'s interpreted printers; True once it is worth
-        compiling."""
+        compiling.
+
+        Where generated code is compiled once per source (``_jit.SHARES_CODE``,
+        CPython), uses are counted per descriptor shape too: a relation shaped like
+        others that printed enough rows costs no compilation, only its printers'
+        generation (none when they are shared, see ``_row_printers``), and takes the
+        fast path from its first warm row (a stream of like short-lived tables)."""
         n = self._uses.get(relation, 0) + 1
         self._uses[relation] = n
+        if n > self.COMPILE_AFTER:
+            return True
+        if not SHARES_CODE:
+            return False
+        shape = tuple((a.attlen, a.attalign, a.atttypid, a.attisdropped, a.attnum)
+                      for a in relation.tupdesc.attrs)
+        n = self._shape_uses.get(shape, 0) + 1
+        self._shape_uses[shape] = n
         return n > self.COMPILE_AFTER
+
+    def _printed_enough(self, relation: Any) -> bool:
+        """Whether ``relation`` itself printed COMPILE_AFTER rows through the general
+        path: a relation warm by its shape alone (``_count_use``) is not worth a
+        format worker's set-up (its definition sent, its printers made there)."""
+        return self._uses.get(relation, 0) > self.COMPILE_AFTER
 
     def _make_fast(self, relation: Any, head: str) -> _FastRel:
         """The fast-path state of a relation whose look-ups are all cached."""
         fns = self._rowfns.get(relation)
         if fns is None:
-            cols = self._column_printers(relation)
-            fns = (self._row_printer(relation, cols, False),
-                   self._row_printer(relation, cols, True))
-            self._rowfns[relation] = fns
+            fns = self._rowfns[relation] = self._row_printers(relation)
         hb = head.encode("utf-8", "surrogateescape")
         return _FastRel(hb + b" INSERT:", hb + b" UPDATE:", hb + b" UPDATE: old-key:",
                         hb + b" DELETE:", fns[0], fns[1])
 
+    #: printers kept by ``_row_printers`` for relations to come (emptied when full)
+    SHARED_PRINTERS_MAX = 256
+
+    def _row_printers(self, relation: Any
+                      ) -> Tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
+        """``relation``'s fused row printers (new tuple, old key).
+
+        Shared with every relation printed the same way: the same attributes (every
+        field but the missing values) and the same column prefixes and types, all of
+        whose output functions are built in and independent of the catalog
+        (``offloadable``).  A tuple with every attribute prints to the same bytes
+        through either relation's printers; one missing attributes (where missing
+        values matter) makes shared printers raise a ``_MALFORMED`` error, and the
+        caller prints it through its own relation's general path, as it does a
+        malformed tuple.  A stream of like tables (staging tables, partitions,
+        migrations) generates its printers once."""
+        cols = self._column_printers(relation)
+        key: Any = None
+        if self.offloadable(relation):
+            key = (tuple(tuple(getattr(a, f) for f in _PRINTED_FIELDS)
+                         for a in relation.tupdesc.attrs),
+                   tuple(None if c is None else (c[0], c[1]) for c in cols))
+            fns = self._shared_rowfns.get(key)
+            if fns is not None:
+                return fns
+        shared = key is not None
+        fns = (self._row_printer(relation, cols, False, shared),
+               self._row_printer(relation, cols, True, shared))
+        if shared:
+            if len(self._shared_rowfns) >= self.SHARED_PRINTERS_MAX:
+                self._shared_rowfns.clear()
+            self._shared_rowfns[key] = fns
+        return fns
+
     def _row_printer(self, relation: Any, cols: List[Optional[ColumnPrinter]],
-                     skip_nulls: bool) -> Callable[[bytes], bytes]:
+                     skip_nulls: bool, shared: bool = False) -> Callable[[bytes], bytes]:
         """WAL tuple bytes -> tuple_to_stringinfo bytes: fused per null pattern
-        (``_test_decoding_rows.row_printer``), this plugin's general path behind it."""
+        (``_test_decoding_rows.row_printer``), this plugin's general path behind it
+        (``shared``: not for a tuple missing attributes, see ``_row_printers``)."""
         tupdesc = relation.tupdesc
+        natts = tupdesc.natts
 
         def slow(t: bytes) -> bytes:
+            if shared and (t[0] | (t[1] << 8)) & 0x7FF != natts:
+                raise ValueError("attributes missing: the relation's own general path")
             text = self._tuple_to_str(relation, deform_wal_tuple(tupdesc, t), skip_nulls)
             return text.encode("utf-8", "surrogateescape")
 
