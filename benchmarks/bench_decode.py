@@ -910,12 +910,14 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
     for res in results:
         meta, runs, labels = res["meta"], res["runs"], res["labels"]
         title = {"w1": "W1 pgbench", "w2": "W2 bulk", "w3": "W3 DDL",
-                 "regress": "Core regression suite"}[res["kind"]]
+                 "regress": "Core regression suite (PostgreSQL 15's src/test/regress, "
+                            "parallel_schedule)"}[res["kind"]]
         if res.get("plugin"):
             title += ", %s" % res["plugin"]
-        lines.append("**%s** (%s): %d changes, %d rows, %.1f MB of WAL (%s .. %s), generated "
+        params = ", ".join("%s=%d" % kv for kv in sorted(meta["params"].items()))
+        lines.append("**%s**%s: %d changes, %d rows, %.1f MB of WAL (%s .. %s), generated "
                      "%s%s" % (
-                         title, ", ".join("%s=%d" % kv for kv in sorted(meta["params"].items())),
+                         title, " (%s)" % params if params else "",
                          meta["pg_changes"], meta["pg_rows"], meta["wal_bytes"] / 1048576.0,
                          meta["restart_lsn"], meta["end_lsn"], meta["generated"],
                          "" if res["pg_timed_now"] else
