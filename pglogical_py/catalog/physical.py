@@ -444,6 +444,10 @@ class PhysicalCatalog:
             raise self._error(f"global/{RELMAPPER_FILENAME} is missing")
         self.shared_map = RelMap.from_bytes(shared_map, f"global/{RELMAPPER_FILENAME}")
         self._heaps: Dict[str, _Heap] = {}
+        #: xmax -> the versions it deleted whose rows were deformed
+        #: (``forget_rows_deleted_by``); before the first row is deformed (pg_database's,
+        #: the bootstrap catalogs')
+        self._rows_by_xmax: Dict[int, List[TupleVersion]] = {}
         db = self.meta.get("database") or {}
         if database is None and db:
             database = int(db["oid"])
@@ -482,9 +486,6 @@ class PhysicalCatalog:
         #: (catalog, column, key) -> (xids, rows): ``keyed_rows``' settled answers
         self._settled_rows: Dict[Tuple[str, str, Any], Tuple[Tuple[int, ...],
                                                              List[Dict[str, Any]]]] = {}
-        #: xmax -> the versions it deleted whose rows were deformed
-        #: (``forget_rows_deleted_by``)
-        self._rows_by_xmax: Dict[int, List[TupleVersion]] = {}
         #: (tablespace, file number) -> the pg_class versions of that file
         self._class_by_file: Optional[Dict[Tuple[int, int], List[TupleVersion]]] = None
         #: (tablespace, file number) -> (xids, answer): ``system_relid_by_filenode``'s
