@@ -53,7 +53,6 @@ def test_the_doc_consumer_passes() -> None:
 
 
 # a failing example's repr is large (a whole workload): Hypothesis warns about it
-@pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @pytest.mark.parametrize("name", ["AckEachChange", "ResumeAfterCommit", "SkipSeen"])
 def test_the_kit_finds_the_doc_bugs(name: str) -> None:
     with pytest.raises(AssertionError, match="lost|repeated"):

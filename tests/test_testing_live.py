@@ -211,7 +211,6 @@ def test_ties_come_out_in_the_servers_order(kit_server: Any, name: str) -> None:
 
 
 @pytest.mark.live
-@pytest.mark.filterwarnings("ignore:Generating overly large repr")
 def test_workloads_replayed_on_postgresql_give_the_expected_rows(kit_server: Any) -> None:
     _live_only()
     srv = kit_server
