@@ -1036,6 +1036,11 @@ class PhysicalCatalog:
 
     # -- look-ups by key (the historic catalog's cache misses) ---------------------------
 
+    #: ``keyed``'s pg_attribute index of user columns lets the heap's list of every
+    #: version go (see ``keyed``); a subclass whose versions are not read from the
+    #: files again at no cost keeps it
+    DROP_UNINDEXED = True
+
     def keyed(self, catalog: str, column: str) -> Dict[Any, List[TupleVersion]]:
         """The versions of ``catalog`` by the value of ``column`` (as ``row`` gives it),
         each key's in physical order; made once per heap and column.  ``"filenode"`` of
@@ -1114,6 +1119,12 @@ class PhysicalCatalog:
             if paused:
                 gc.enable()
         heap.keyed[column] = index
+        if user_cols and self.DROP_UNINDEXED:
+            # the versions outside this index (system columns) are read again from the
+            # file if a whole-table path asks (``_load``); the look-ups by key only
+            # ever reach the indexed ones
+            heap.versions = None
+            heap.plain = heap.settled = None
         return index
 
     def keyed_rows(self, catalog: str, column: str, key: Any,

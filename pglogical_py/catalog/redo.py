@@ -1036,6 +1036,9 @@ class _RedoFiles:
 class RedoCatalog(PhysicalCatalog):
     """A PhysicalCatalog whose catalog files are the redone pages plus the export."""
 
+    #: its versions are redone, not read: kept
+    DROP_UNINDEXED = False
+
     def __init__(self, redo: CatalogRedo) -> None:
         self.redo = redo
         redo._check_running_at_export()

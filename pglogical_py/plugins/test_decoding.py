@@ -198,6 +198,9 @@ class TestDecoding:
         self._can_offload: Dict[Any, bool] = {}
         #: type oid -> ``_builtin_output``'s answer
         self._builtin_types: Dict[int, bool] = {}
+        #: pg_class oid -> the Relation objects with entries in the caches above, oldest
+        #: first (``_track``): what a relcache invalidation of that oid drops
+        self._cached_rels: Dict[int, List[Any]] = {}
         self._catalog: Any = None
         #: ctx.cache_epoch when the caches above were last known warm
         self._epoch = 0
@@ -209,6 +212,8 @@ class TestDecoding:
         """pg_decode_startup."""
         self._catalog = ctx.catalog
         self._major = ctx.major
+        if hasattr(ctx, "register_relcache_callback"):
+            ctx.register_relcache_callback(self._relcache_invalidated)
         for name, value in ctx.output_plugin_options:
             if name == "include-xids":
                 self.include_xids = self._bool(name, value, True)
@@ -256,6 +261,54 @@ class TestDecoding:
         self._uses.clear()
         self._shape_uses.clear()
         self._shared_rowfns.clear()
+        self._offloaded.clear()
+        self._can_offload.clear()
+        self._cached_rels.clear()
+
+    # -- per-relation caches -------------------------------------------------------
+
+    #: Relation objects of one oid whose entries are kept (``_track``): a table seen
+    #: under several catalog snapshots without a relcache invalidation of its own
+    #: (other tables' DDL) is a new Relation object under each
+    RELATIONS_PER_OID = 4
+
+    def _per_relation(self) -> Tuple[Dict[Any, Any], ...]:
+        """The caches keyed by Relation object."""
+        return (self._printers, self._heads, self._formatters, self._fast, self._rowfns,
+                self._uses, self._offloaded, self._can_offload)
+
+    def _track(self, relation: Any) -> None:
+        """``relation`` is getting entries in the per-relation caches: noted under its
+        oid, and the entries of the oldest Relation object of that oid beyond
+        ``RELATIONS_PER_OID`` dropped."""
+        rels = self._cached_rels.get(relation.oid)
+        if rels is None:
+            self._cached_rels[relation.oid] = [relation]
+            return
+        for r in rels:
+            if r is relation:
+                return
+        rels.append(relation)
+        if len(rels) > self.RELATIONS_PER_OID:
+            self._drop_entries(rels.pop(0))
+
+    def _drop_entries(self, relation: Any) -> None:
+        for cache in self._per_relation():
+            cache.pop(relation, None)
+
+    def _relcache_invalidated(self, relid: int) -> None:
+        """A relcache invalidation executed (relid 0: every relation): the entries of
+        that relation's Relation objects go.  PostgreSQL's relcache rebuilds or frees
+        the entry; our catalog builds a new Relation object for it, so entries keyed
+        by the old one would only be kept alive -- with its descriptor and printers
+        -- by these caches (a decode creating thousands of tables kept them all)."""
+        if relid == 0:
+            for cache in self._per_relation():
+                cache.clear()
+            self._cached_rels.clear()
+            return
+        for relation in self._cached_rels.pop(relid, ()):
+            self._drop_entries(relation)
 
     # -- transactions ------------------------------------------------------------
 
@@ -350,6 +403,7 @@ class TestDecoding:
         cols = self._printers.get(relation)
         if cols is not None:
             return cols
+        self._track(relation)
         catalog = self._catalog
         cols = []
         for att in relation.tupdesc.attrs:
@@ -609,6 +663,7 @@ class TestDecoding:
         its fork), with an output function."""
         ok = self._can_offload.get(relation)
         if ok is None:
+            self._track(relation)
             ok = all(att.attisdropped or att.attnum < 0 or self._builtin_output(att.atttypid)
                      for att in relation.tupdesc.attrs)
             self._can_offload[relation] = ok
@@ -671,6 +726,7 @@ class TestDecoding:
         txndata.xact_wrote_changes = True
         head = self._heads.get(relation)
         if head is None:
+            self._track(relation)
             # get_rel_namespace / get_namespace_name (/ get_rel_name): syscache look-ups
             ctx.catalog_access(("reloid", relation.oid))
             ctx.catalog_access(("nsp", relation.relnamespace))
@@ -735,6 +791,8 @@ class TestDecoding:
         fast path from its first warm row (a stream of like short-lived tables)."""
         n = self._uses.get(relation, 0) + 1
         self._uses[relation] = n
+        if n == 1:
+            self._track(relation)
         if n > self.COMPILE_AFTER:
             return True
         if not SHARES_CODE:
