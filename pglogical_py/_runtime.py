@@ -25,6 +25,13 @@ NOTES
     faster again, but put the memory-bounded decode's peak RSS past issue 5's
     work_mem + 150 MB.
 
+    Heap growth.  PyPy starts a major collection once its heap reaches 1.82 times
+    what the last one left alive; past ``MAX_DELTA`` (64 MB) of headroom it starts at
+    that much more (``PYPY_GC_MAX_DELTA``, also set unless the user set it).  Only a
+    heap of more than ~80 MB alive is concerned: a decode against a physical catalog
+    of hundreds of thousands of tuple versions, whose peak RSS the 1.82 factor set
+    (docs/performance.md, "Memory on the ddl workload").
+
     Huge pages.  Where Linux gives transparent huge pages only to the memory that
     asks for them (THP mode ``madvise``, this box's and many distributions' default),
     the PyPy re-execution also sets glibc's ``glibc.malloc.hugetlb=1`` (glibc 2.35 and
@@ -94,6 +101,8 @@ if TYPE_CHECKING:
 
 #: the nursery the command line asks PyPy for (see NOTES for the figures)
 NURSERY = "8MB"
+#: the most PyPy's heap grows past what a major collection left alive (see NOTES)
+MAX_DELTA = "64MB"
 #: the glibc tunable the re-executed command line runs with (see NOTES)
 HUGE_PAGES = "glibc.malloc.hugetlb=1"
 #: PyPy's JIT thresholds the command line decodes with (see NOTES for the figures)
@@ -145,6 +154,8 @@ def tuned_environment(environ: Mapping[str, str]) -> Optional[Dict[str, str]]:
     env = dict(environ)
     if "PYPY_GC_NURSERY" not in env:
         env["PYPY_GC_NURSERY"] = NURSERY
+    if "PYPY_GC_MAX_DELTA" not in env:
+        env["PYPY_GC_MAX_DELTA"] = MAX_DELTA
     tunables = env.get("GLIBC_TUNABLES", "")
     if "glibc.malloc.hugetlb" not in tunables and _thp_madvise():
         env["GLIBC_TUNABLES"] = f"{tunables}:{HUGE_PAGES}" if tunables else HUGE_PAGES

@@ -107,6 +107,7 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None
     monkeypatch.setattr(_runtime, "_PYPY", True)
     monkeypatch.setattr(_runtime, "_thp_madvise", lambda: True)
     monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+    monkeypatch.delenv("PYPY_GC_MAX_DELTA", raising=False)
     monkeypatch.delenv("PGLOGICAL_PY_NO_TUNING", raising=False)
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     _runtime.reexec_tuned(["decode", "wal", "--catalog", "c.json"])
@@ -114,6 +115,7 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None
     path, argv, env = calls[0]
     assert argv[1:] == ["-m", "pglogical_py", "decode", "wal", "--catalog", "c.json"]
     assert env["PYPY_GC_NURSERY"] == _runtime.NURSERY
+    assert env["PYPY_GC_MAX_DELTA"] == _runtime.MAX_DELTA
     assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
     # a user's tunables are kept, and their own hugetlb setting wins
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
@@ -123,9 +125,11 @@ def test_runtime_reexec_under_pypy(monkeypatch: Any, fake_jit: _FakeJit) -> None
     _runtime.reexec_tuned(["decode"])
     assert calls[-1][2]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
     del calls[1:]
-    # the child (its environment tuned) and a user's own nursery: no second exec
+    # the child (its environment tuned) and a user's own nursery and heap growth: no
+    # second exec
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
     monkeypatch.setenv("PYPY_GC_NURSERY", "1MB")
+    monkeypatch.setenv("PYPY_GC_MAX_DELTA", "1GB")
     _runtime.reexec_tuned(["decode"])
     monkeypatch.delenv("PYPY_GC_NURSERY")
     monkeypatch.setenv("PGLOGICAL_PY_NO_TUNING", "1")

@@ -255,11 +255,45 @@ def test_keyed_rows_equal_every_version_tested(major: str) -> None:
                 assert [id(r) for r in got] == [id(r) for r in want], (catalog, key, snap)
     assert reused  # settled answers were reused
     # the user-column index: the versions with attnum > 0, by attrelid, in physical order
+    # (the heap's list was let go with that index and read again: compared by place)
     user: Dict[int, List[Any]] = {}
     for tv in pc.versions("pg_attribute"):
         if int(pc.row(tv)["attnum"]) > 0:
-            user.setdefault(int(pc.row(tv)["attrelid"]), []).append(tv)
-    assert pc.keyed("pg_attribute", "attrelid>0") == user
+            user.setdefault(int(pc.row(tv)["attrelid"]), []).append(tv.ctid)
+    assert {k: [tv.ctid for tv in v] for k, v in
+            pc.keyed("pg_attribute", "attrelid>0").items()} == user
+
+
+def test_pg_attribute_versions_outside_the_user_index_are_let_go() -> None:
+    """Once the user-column index of pg_attribute is built, the heap's list of every
+    version goes (its system columns' versions, most of the heap, were kept for
+    nothing: look-ups by key reach the indexed ones only); a whole-table path reads
+    the versions again from the file: the same versions, the same rows."""
+    wdir = Path(FIXTURES) / "pg15" / "ddl"
+    if not (wdir / "physical").is_dir():
+        pytest.skip("no fixture")
+    pc = load_physical_catalog(str(wdir / "physical"))
+
+    def state(tv: Any) -> Tuple[Any, ...]:
+        return (tv.ctid, tv.raw, tv.t_xmin, tv.t_xmax, tv.t_field3, tv.t_infomask,
+                tv.t_infomask2, tv.t_hoff, tv.locator, tv.catalog)
+
+    before = pc.versions("pg_attribute")
+    rows = {tv.ctid: dict(pc.row(tv)) for tv in before}
+    want = [state(tv) for tv in before]
+    index = pc.keyed("pg_attribute", "attrelid>0")
+    heap = pc._heaps["pg_attribute"]
+    assert heap.versions is None and heap.plain is None
+    del before
+    indexed = [tv for tvs in index.values() for tv in tvs]
+    assert 0 < len(indexed) < len(want)
+    for tv in indexed:
+        assert pc.row(tv) == rows[tv.ctid]
+    again = pc.versions("pg_attribute")
+    assert [state(tv) for tv in again] == want
+    assert all(pc.row(tv) == rows[tv.ctid] for tv in again)
+    # built once: asking again keeps the list read again
+    assert pc.keyed("pg_attribute", "attrelid>0") is index and heap.versions is again
 
 
 def test_rows_of_versions_deleted_by_committed_transactions_are_dropped(
