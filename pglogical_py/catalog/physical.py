@@ -56,6 +56,11 @@ NOTES
     still sees the version deforms it again, to an equal row); on CPython a heap's rows
     are built, after its first ``BUILD_AFTER``, by a function generated for its columns
     (``_rowbuild.py``), and integer arrays without nulls are unpacked in one call.
+    Once pg_attribute's user-column index (``keyed("pg_attribute", "attrelid>0")``) is
+    built, the heap's list of every version is let go (``DROP_UNINDEXED``): the
+    system columns' versions, most of the heap, are reached by no look-up by key; a
+    whole-table path reads the versions again from the file (equal versions, equal
+    rows; not for ``RedoCatalog``, whose versions are redone).
 
     Snapshots.  ``catalog_at(snapshot)`` gives a ``HistoricCatalog``
     (``_historic.py``): a CatalogSnapshot whose look-up tables compute each entry at

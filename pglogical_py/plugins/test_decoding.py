@@ -47,6 +47,13 @@ NOTES
     Measured in docs/performance.md ("Decode profile: replay and output"; "Like
     tables share their row printers").
 
+    Those caches are keyed by Relation object (a Relation stands for one descriptor:
+    each catalog snapshot builds its own).  A relcache invalidation of an oid
+    (``ctx.register_relcache_callback``; relid 0: all) drops the entries of that
+    oid's Relation objects, as relcache.c rebuilds or frees the entry, and at most
+    ``RELATIONS_PER_OID`` objects of one oid keep entries (``_track``): a stream of
+    DDL does not keep every Relation, descriptor and printer it ever used.
+
     The fast lane (``fast_change``) is that fast path without the change callback's
     wrapper, a transaction's first row included (BEGIN written by the lane with
     skip-empty-xacts).  With a format worker (``ctx.row_offload``, the command line's
