@@ -106,12 +106,13 @@ def decode(tmp: str, rng: Any, args: argparse.Namespace, eviction: str,
            "--eviction", eviction, "--stats", "--no-progress",
            "--spill-dir", os.path.join(tmp, "spill"), "-O", os.devnull]
     env = dict(os.environ)
-    if python != sys.executable and "PYPY_GC_NURSERY" not in env:
+    if python != sys.executable:
         # what the command line runs PyPy with (pglogical_py/_runtime.py re-executes itself
         # with it; main() called in-process here does not)
-        from pglogical_py._runtime import NURSERY
+        from pglogical_py._runtime import MAX_DELTA, NURSERY
 
-        env["PYPY_GC_NURSERY"] = NURSERY
+        env.setdefault("PYPY_GC_NURSERY", NURSERY)
+        env.setdefault("PYPY_GC_MAX_DELTA", MAX_DELTA)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     secs = time.perf_counter() - t0
