@@ -12,8 +12,9 @@ NOTES
     ``wal_row`` builds, for one relation and one set of output columns, a function
     compiled per null bitmap (one dict keyed by the bitmap byte or bytes, at most
     ``_MAX_VARIANTS``): the leading fixed-width attributes are read at constant
-    offsets by one ``struct`` call (integers and floats whose loader is exactly a
-    ``struct`` unpack are that call's values), the others sliced and handed to the
+    offsets by one ``struct`` call (a loader template around one ``struct`` unpack of
+    the datum -- integers, floats, dates, timestamps -- takes that call's value), the
+    others sliced and handed to the
     column's loader expression (its ``inline`` template or its ``fast``), varlenas
     with the general path's header rules (short header: its payload; an on-disk TOAST
     pointer: ``UNCHANGED_TOAST``; a 4-byte header: ``detoast_inline``).  The column
@@ -106,6 +107,7 @@ def _compile(attrs: Sequence[Any], cols: Sequence[FusedColumn], nullmap: Optiona
     emit = body.append
     const: Optional[int] = 0  # offset relative to the data while still constant
     run: List[Tuple[str, int, str]] = []  # (struct code, relative offset, variable)
+    then: List[str] = []  # the run's values made from its raw ones, after its read
 
     def flush_run() -> None:
         if not run:
@@ -120,7 +122,23 @@ def _compile(attrs: Sequence[Any], cols: Sequence[FusedColumn], nullmap: Optiona
         name = "S%d" % len(ns)
         ns[name] = struct.Struct("<" + "".join(codes)).unpack_from
         emit("    %s, = %s(t, %d)" % (", ".join(v for _c, _o, v in run), name, base + run[0][1]))
+        body.extend(then)
         del run[:]
+        del then[:]
+
+    def _struct_read(loader: Any, attlen: int) -> Optional[Tuple[str, Optional[str]]]:
+        """(struct code, template of the value around the unpacked one ``{p}``, or None:
+        the unpacked value itself) when the loader's template reads its datum by one
+        unpack of ``attlen`` bytes, else None."""
+        inline = loader.inline
+        if inline is None or inline.count("{p}") != 1:
+            return None
+        for pattern, (code, size) in _STRUCT_INLINE.items():
+            if size == attlen and pattern in inline:
+                ns.update(loader.names)
+                around = inline.replace(pattern, "{p}")
+                return code, None if around == "{p}" else around
+        return None
 
     def value(k: int, loader: Any, datum: str) -> str:
         if loader.inline is not None:
@@ -137,14 +155,14 @@ def _compile(attrs: Sequence[Any], cols: Sequence[FusedColumn], nullmap: Optiona
         col = out.get(i)
         v = "c%d" % col[0] if col is not None else "_"
         if attlen > 0:
-            st = _STRUCT_INLINE.get(col[1].inline) if col is not None else None
-            if st is not None and st[1] != attlen:
-                st = None
+            st = _struct_read(col[1], attlen) if col is not None else None
             if const is not None:
                 c = (const + a - 1) & -a
                 const = c + attlen
                 if st is not None:
                     run.append((st[0], c, v))
+                    if st[1] is not None:
+                        then.append("    %s = %s" % (v, st[1].format(p=v)))
                 elif col is not None:
                     emit("    %s = %s" % (v, value(col[0], col[1], "t[%d:%d]" % (
                         base + c, base + c + attlen))))
@@ -154,6 +172,8 @@ def _compile(attrs: Sequence[Any], cols: Sequence[FusedColumn], nullmap: Optiona
             if st is not None:
                 ns["I" + st[0]] = struct.Struct("<" + st[0]).unpack_from
                 emit("    %s = I%s(t, o)[0]" % (v, st[0]))
+                if st[1] is not None:
+                    emit("    %s = %s" % (v, st[1].format(p=v)))
             elif col is not None:
                 emit("    %s = %s" % (v, value(col[0], col[1], "t[o:o + %d]" % attlen)))
             emit("    o += %d" % attlen)
