@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,7 +52,15 @@ def main() -> int:
     ap.add_argument("--mode", choices=["header", "body"], default="header")
     ap.add_argument("--no-crc", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="passes; the fastest is reported")
+    ap.add_argument("--tuned", action="store_true",
+                    help="the command line's PyPy JIT parameters (pglogical_py/_runtime.py); "
+                    "its GC nursery comes from the environment (PYPY_GC_NURSERY)")
     args = ap.parse_args()
+    if args.tuned:
+        from pglogical_py._runtime import release_jit, tune_jit
+
+        tune_jit(os.environ)
+        release_jit()
     best = None
     for _ in range(args.repeat):
         r = walk(args.wal, args.start, args.end, args.mode, not args.no_crc)

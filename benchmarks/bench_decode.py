@@ -55,6 +55,12 @@ Typed events (``--decoders ...,cpython-changes,pypy-changes``)
     rows and ``table ...`` rows, and the MD5 of ``LSN TAB XID TAB KIND`` lines equals the
     one of PostgreSQL's rows with the kind read off their text (``_PG_KINDS_SQL``).
 
+The reader's walk alone (``--decoders ...,cpython-walk,pypy-walk``)
+    ``benchmarks/_walk.py`` over the slot's range in a whole process: the record walk
+    (pages, record and block headers), no CRC, no decoding, no output -- what every decode
+    does first, so its ratio to PostgreSQL bounds any decode's on that interpreter (under
+    PyPy with the command line's JIT parameters and GC nursery).
+
 Other plugins (``--plugin wal2json``, ``--plugin pgoutput``)
     The workloads also create a slot of each other bundled plugin the server has
     (``PLUGIN_SLOTS``: wal2json's ``bench_wal2json``, Debian's postgresql-15-wal2json;
@@ -602,6 +608,9 @@ def _proc_hwm(pid: int) -> float:
 #: the marker of the decoders that run ``pglogical_py.changes()`` (benchmarks/_changes_run.py)
 #: instead of the command line
 CHANGES = "changes()"
+#: the marker of the decoders that only walk the WAL (benchmarks/_walk.py: the reader over
+#: the slot's range, record headers, no CRC, no decoding): a floor under any decode
+WALK = "walk"
 #: the decoders ``--decoders`` names: (row name, interpreter, extra command-line arguments);
 #: ``-1``: one process, the CRC-32Cs checked and the rows printed by the decode itself
 #: (``--crc-worker off --format-worker off``)
@@ -613,6 +622,8 @@ DECODERS = {
     "pypy-1": ("PyPy, one process", "pypy", ["--crc-worker", "off", "--format-worker", "off"]),
     "cpython-changes": ("CPython, changes()", "cpython", [CHANGES]),
     "pypy-changes": ("PyPy, changes()", "pypy", [CHANGES]),
+    "cpython-walk": ("CPython, reader walk", "cpython", [WALK]),
+    "pypy-walk": ("PyPy, reader walk", "pypy", [WALK]),
 }
 
 
@@ -710,7 +721,11 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
     out = wd / ("out-%d.tsv" % os.getpid())
     catalog = wd / "cat" if (wd / "cat").is_dir() else wd / "catalog.json.gz"
     changes = CHANGES in (extra or [])
-    if changes:
+    walk = WALK in (extra or [])
+    if walk:
+        argv = [python, str(ROOT / "benchmarks" / "_walk.py"), str(wd / "wal"),
+                meta["restart_lsn"], meta["end_lsn"], "--no-crc", "--tuned"]
+    elif changes:
         argv = [python, str(ROOT / "benchmarks" / "_changes_run.py"), str(wd / "wal"),
                 str(catalog), meta["restart_lsn"], meta["confirmed_flush_lsn"],
                 meta["end_lsn"]]
@@ -721,12 +736,17 @@ def time_ours(python: str, wd: Path, meta: Dict[str, Any],
                 "-O", str(out), "--no-progress"] + (extra or [])
     # the tree's package first on the path (``-m`` puts the working directory first)
     env = dict(os.environ, PYTHONPATH=str(tree))
-    r, wall, ru = _run_child(argv, str(tree), env, changes)
+    if walk and "pypy" in os.path.basename(os.path.dirname(os.path.dirname(python))):
+        # the environment the command line re-executes itself with (GC nursery, huge pages)
+        env["PYPY_GC_NURSERY"] = env.get("PYPY_GC_NURSERY", "8MB")
+    r, wall, ru = _run_child(argv, str(tree), env, changes or walk)
     res: Dict[str, Any] = {"wall": wall, "user": ru.ru_utime, "sys": ru.ru_stime,
                            "maxrss": ru.ru_maxrss / 1024.0}
     if r.returncode != 0:
         tail = (r.stderr.strip().splitlines() or ["?"])[-1]
         res["error"] = "exit %d: %s" % (r.returncode, tail[:200])
+    elif walk:
+        res["records"] = json.loads(r.stdout.strip().splitlines()[-1])["records"]
     elif changes:
         got = json.loads(r.stdout.strip().splitlines()[-1])
         res.update(rows=got["rows"], changes=got["changes"], md5=meta.get("pg_md5"),
@@ -759,6 +779,9 @@ def run_workload(kind: str, args: argparse.Namespace) -> Dict[str, Any]:
         how = ""
         if CHANGES in extra:
             how = ", `pglogical_py.changes()` typed events (benchmarks/_changes_run.py)"
+        elif WALK in extra:
+            how = (", the WAL reader's walk alone (benchmarks/_walk.py: record headers, no "
+                   "CRC, no decoding): a floor under any decode")
         elif extra:
             how = ", one process (`--crc-worker off --format-worker off`)"
         if tree != ROOT:
@@ -818,7 +841,8 @@ def run_plugin_workload(kind: str, args: argparse.Namespace, wd: Path,
     (kept in meta.json under ``plugin_refs``)."""
     plugin, options = args.plugin, _plugin_options(args)
     key = plugin + ":" + ",".join(options)
-    interps = [i for i in interpreters(args.decoders, args.baseline) if CHANGES not in i[2]]
+    interps = [i for i in interpreters(args.decoders, args.baseline)
+               if CHANGES not in i[2] and WALK not in i[2]]
     opt_args = ["--plugin", plugin] + [a for o in options for a in ("-o", o)]
     shown = " (%s)" % ", ".join(options) if options else ""
     runs: Dict[str, List[Dict[str, Any]]] = {"PostgreSQL": []}
@@ -941,6 +965,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace,
             elif errs:
                 ok_all = False
                 check = "**FAILED** (%d/%d runs): %s" % (len(errs), len(rs), errs[0])
+            elif "records" in rs[0]:
+                check = "no output (a floor): %d records walked" % rs[0]["records"]
             else:
                 bad = [r for r in rs if (r["rows"], r["changes"], r["md5"]) !=
                        (meta["pg_rows"], meta["pg_changes"], meta["pg_md5"])

@@ -626,12 +626,13 @@ class DecodeSession:
             return None
         from .adapters import crc_worker
 
-        if not crc_worker.wanted(mode):
-            return None
         req = self.request
+        cpus = crc_worker.auto_cpus(req.format_worker != "off")
+        if not crc_worker.wanted(mode, cpus=cpus):
+            return None
         restart = slot_positions(req).restart_lsn
         if not crc_worker.wanted(mode, crc_worker.wal_span(list(req.wal), restart,
-                                                             req.end_lsn)):
+                                                             req.end_lsn), cpus=cpus):
             return None
         return crc_worker.start_crc_worker(list(req.wal), restart, req.end_lsn, req.end_lsn)
 

@@ -285,6 +285,25 @@ def test_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
     assert crc_worker.wanted("on", 0)
 
 
+def test_auto_wants_a_core_per_process_with_the_c_crc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the C CRC the child's walk costs more than the CRCs it saves: beside a format
+    worker, auto starts it only with a third CPU; with the pure loop, two are enough."""
+    from pglogical_py.wal import crc32c
+
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    monkeypatch.setattr(crc32c, "BACKEND", "google-crc32c")
+    assert crc_worker.auto_cpus(True) == 3 and crc_worker.auto_cpus(False) == 2
+    assert not crc_worker.wanted("auto", cpus=crc_worker.auto_cpus(True))
+    assert crc_worker.wanted("auto", cpus=crc_worker.auto_cpus(False))
+    assert crc_worker.wanted("on", cpus=crc_worker.auto_cpus(True))
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 3)
+    assert crc_worker.wanted("auto", cpus=crc_worker.auto_cpus(True))
+    monkeypatch.setattr(crc32c, "BACKEND", "python")
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    assert crc_worker.auto_cpus(True) == 2
+    assert crc_worker.wanted("auto", cpus=crc_worker.auto_cpus(True))
+
+
 def test_wal_span() -> None:
     d = _fixture("fpi_pglz", "wal")
     segs = _segments()
@@ -341,7 +360,8 @@ def _decode_basic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          ids=["small_wal", "large_enough"])
 def test_cli_auto_starts_a_worker_for_enough_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  min_bytes: int, expect: bool) -> None:
-    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 2)
+    # three CPUs: enough for a worker whatever the CRC backend (``auto_cpus``)
+    monkeypatch.setattr(crc_worker, "worker_cpus", lambda: 3)
     monkeypatch.setattr(crc_worker, "AUTO_MIN_BYTES", min_bytes)
     started = _decode_basic(tmp_path, monkeypatch, "auto")
     assert len(started) == int(expect)

@@ -42,6 +42,12 @@ NOTES
     any way just ends (``os._exit``: no ``atexit``, no ``finally`` of the parent's
     frames, no flush of the parent's buffers runs in it).
 
+    When ``auto`` starts it (``auto_cpus``): with a core of its own.  Two CPUs do for
+    a decode whose CRC is the pure-Python loop (PyPy), a third is needed beside a
+    format worker when the CRC is the C one (CPython): the child's walk is Python
+    either way, and with the C CRC it costs several times what it saves, which pays
+    only on a core that would otherwise idle.
+
     ``close`` ends the child (SIGKILL when the decode stopped first, e.g. at
     ``--upto-nchanges``) and reaps it, so its CPU time counts in the command's.
 
@@ -108,14 +114,28 @@ def worker_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def wanted(mode: str, span: int = 1 << 62, min_bytes: Optional[int] = None) -> bool:
+def auto_cpus(formatting: bool) -> int:
+    """CPUs ``--crc-worker auto`` needs to start a worker (``formatting``: a format
+    worker may run beside the decode).  Two where the CRC is the pure-Python loop
+    (PyPy): there the child's walk costs less than the CRCs it takes off the decode and
+    their shape in the JIT's traces.  With the C CRC (CPython with google-crc32c) the
+    child's walk costs several times the CRCs it saves, so it pays only on a core
+    nothing else uses: a third one when a format worker runs."""
+    if _crc.BACKEND == "python" or not formatting:
+        return 2
+    return 3
+
+
+def wanted(mode: str, span: int = 1 << 62, min_bytes: Optional[int] = None,
+           cpus: int = 2) -> bool:
     """Whether ``--crc-worker MODE`` starts a worker here: ``on``, or ``auto`` with
-    ``fork``, a second CPU and ``span`` (bytes of WAL to read) of ``min_bytes``
-    (default AUTO_MIN_BYTES) or more.  The format worker decides the same way."""
+    ``fork``, ``cpus`` CPUs (``auto_cpus``) and ``span`` (bytes of WAL to read) of
+    ``min_bytes`` (default AUTO_MIN_BYTES) or more.  The format worker decides the
+    same way, with two CPUs."""
     if mode == "off" or not hasattr(os, "fork"):
         return False
     least = AUTO_MIN_BYTES if min_bytes is None else min_bytes
-    return mode == "on" or (worker_cpus() >= 2 and span >= least)
+    return mode == "on" or (worker_cpus() >= cpus and span >= least)
 
 
 def wal_span(wal: Sequence[str], start_lsn: int, end_lsn: int = 0) -> int:

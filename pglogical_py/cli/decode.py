@@ -213,9 +213,10 @@ def add_parser(sub: Any) -> None:
                    "immediate streams or spills after every change")
     p.add_argument("--crc-worker", choices=("auto", "on", "off"), default="auto",
                    help="check the WAL's CRC-32Cs in a second process running ahead of the "
-                   "decode (auto: when this process may use a second CPU and reads 32 MB of "
-                   "WAL or more); rows and errors are the same either way, the decode "
-                   "checks what the worker has not")
+                   "decode (auto: when this process may use a second CPU -- a third under "
+                   "CPython when a format worker runs -- and reads 32 MB of WAL or more); "
+                   "rows and errors are the same either way, the decode checks what the "
+                   "worker has not")
     p.add_argument("--format-worker", choices=("auto", "on", "off"), default="auto",
                    help="print the rows and write the tsv output in a second process, the "
                    "decoding process sending it the tuples in commit order (auto: when "
@@ -294,7 +295,8 @@ def request_from_args(args: argparse.Namespace) -> DecodeRequest:
         spill_dir=args.spill_dir, spill_store=args.spill_store, eviction=args.eviction,
         debug_streaming_immediate=args.debug_logical_replication_streaming == "immediate",
         settings=settings_from_args(args), crc_worker=args.crc_worker,
-        format_worker=args.format_worker)
+        # the format worker prints tsv only (the other outputs never start one)
+        format_worker=args.format_worker if args.format == "tsv" else "off")
 
 
 def _database_arg(text: Optional[str]) -> Union[int, str, None]:

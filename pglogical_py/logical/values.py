@@ -24,6 +24,10 @@ API
     ISO) are the session GUCs the output text follows.  The call keeps its loaders
     per decoding context; a plugin may hold a :class:`ChangeValues` itself instead
     (``ChangeValues(settings, mode)(ctx, relation, change)``).
+    ``ChangeValues.wal_rows(ctx, relation)`` -> ``(new, old)``: functions from a WAL
+    tuple's bytes (``xl_heap_header`` first) to the same dicts, fused per descriptor
+    where it allows (logical/_values_fused.py; None: not fused, or an old tuple
+    without known identity columns) -- an output plugin's fast lane.
 
 NOTES
     What it reads, as test_decoding's general path does: ``change.newvals`` /
@@ -66,6 +70,7 @@ from ..catalog.relation import REPLICA_IDENTITY_FULL
 from ..errors import UnknownTypeError, UsageError
 from ..types.output import OutputSettings, output_function
 from ..types.values import INLINE_NAMES, ValueLoader, value_loader
+from ._values_fused import FusedColumn, WalRow, wal_row
 from .reorderbuffer import CHANGE_DELETE, CHANGE_INSERT, CHANGE_UPDATE, ReorderBufferChange
 
 MODES = ("typed", "text")
@@ -117,14 +122,20 @@ Column = Tuple[int, str, Callable[[Any], Any]]
 
 
 class _RelValues:
-    """The loaders of one relation: its new-tuple and old-tuple row functions."""
+    """The loaders of one relation: its new-tuple and old-tuple row functions, and
+    the columns of each (``(attribute index, name, loader)``; ``old_cols`` None: the
+    old tuple's non-NULL columns, no identity columns known)."""
 
-    __slots__ = ("tupdesc", "new", "old")
+    __slots__ = ("tupdesc", "new", "old", "new_cols", "old_cols", "wal_rows")
 
-    def __init__(self, tupdesc: Any, new: Row, old: Row) -> None:
+    def __init__(self, tupdesc: Any, new: Row, old: Row, new_cols: List[FusedColumn],
+                 old_cols: Optional[List[FusedColumn]]) -> None:
         self.tupdesc = tupdesc
         self.new = new
         self.old = old
+        self.new_cols = new_cols
+        self.old_cols = old_cols
+        self.wal_rows: Optional[Tuple[Optional[WalRow], Optional[WalRow]]] = None
 
 
 class ChangeValues:
@@ -172,6 +183,33 @@ class ChangeValues:
             rv = self._build(ctx, relation)
         return rv.old(values) if old else rv.new(values)
 
+    def wal_rows(self, ctx: Any, relation: Any
+                 ) -> Tuple[Optional[WalRow], Optional[WalRow]]:
+        """The row functions of ``relation``'s new and old tuples from their WAL bytes
+        (``xl_heap_header`` first): fused where the descriptor allows
+        (logical/_values_fused.py), None where not; the tuple's dict as
+        ``__call__`` builds it either way."""
+        rv = self._rels.get(relation)
+        if rv is None or rv.tupdesc is not relation.tupdesc:
+            rv = self._build(ctx, relation)
+        fns = rv.wal_rows
+        if fns is None:
+            fns = rv.wal_rows = (self._wal_row(rv, rv.new, rv.new_cols),
+                                 self._wal_row(rv, rv.old, rv.old_cols))
+        return fns
+
+    @staticmethod
+    def _wal_row(rv: _RelValues, row: Row, cols: Optional[List[FusedColumn]]
+                 ) -> Optional[WalRow]:
+        if cols is None:
+            return None
+        tupdesc = rv.tupdesc
+
+        def slow(t: bytes) -> Dict[str, Any]:
+            return row(deform_wal_tuple(tupdesc, t))
+
+        return wal_row(tupdesc.attrs, cols, slow, UNCHANGED_TOAST)
+
     # -- building -------------------------------------------------------------------------
 
     def _build(self, ctx: Any, relation: Any) -> _RelValues:
@@ -187,6 +225,7 @@ class ChangeValues:
             loader, conv = self._column(att, relation, catalog)
             cols.append((i, att.attname, att, loader, conv))
         new = _row_function(cols, natts)
+        kcols: Optional[List[Any]] = cols
         if relation.relreplident == REPLICA_IDENTITY_FULL:
             old = new
         else:
@@ -197,7 +236,9 @@ class ChangeValues:
             else:
                 # no identity columns in the catalog: the columns the old tuple holds
                 old = _non_null_row([(c[0], c[1], c[4]) for c in cols])
-        rv = _RelValues(relation.tupdesc, new, old)
+                kcols = None
+        rv = _RelValues(relation.tupdesc, new, old, [(c[0], c[1], c[3]) for c in cols],
+                        None if kcols is None else [(c[0], c[1], c[3]) for c in kcols])
         self._rels[relation] = rv
         return rv
 

@@ -23,6 +23,15 @@ NOTES
     ``filter_prepare`` is test_decoding's (a gid containing ``_nodecode`` is decoded at
     COMMIT PREPARED).
 
+    The fast lane (``fast_change``, the reorder buffer's ``ctx.fast_apply``): once a
+    relation's names and column types are cached under the current cache epoch --
+    ``change`` would look nothing up -- and it went through ``change`` ``LANE_AFTER``
+    times, its row changes become events straight from their WAL tuples, through
+    ``ChangeValues.wal_rows`` (logical/_values_fused.py), with the LSN and xid the
+    callback wrapper would set (``change.lsn``, ``txn.xid``).  It declines, having
+    built nothing, wherever ``change`` does more: another epoch, TOAST-reassembled
+    values, a tuple not logged.
+
 INVARIANTS
     * One event per row test_decoding would write with its defaults, same order, same
       LSN and xid (tests/test_api.py, every fixture of 15-18).
@@ -31,7 +40,7 @@ INVARIANTS
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import UsageError
 from ..events import (
@@ -62,6 +71,10 @@ from ..logical.values import ChangeValues
 from ..types import OutputSettings
 
 _KIND = {CHANGE_INSERT: INSERT, CHANGE_UPDATE: UPDATE, CHANGE_DELETE: DELETE}
+#: an event built as its class's ``__new__`` builds it, without that Python-level call
+_new_tuple = tuple.__new__
+#: relations whose rows ``change`` counts (emptied when full)
+_MAX_COUNTED = 4096
 
 
 class _Txn:
@@ -89,6 +102,8 @@ class EventsPlugin:
         #: relations whose column types are all cached in the session
         self._warm: Set[int] = set()
         self._epoch = 0
+        #: rows of each relation through ``change`` (``fast_change``'s threshold)
+        self._uses: Dict[Any, int] = {}
 
     def take(self) -> List[Any]:
         """The events emitted since the last call, in order."""
@@ -109,6 +124,7 @@ class EventsPlugin:
     def shutdown(self, ctx: Any) -> None:
         self._names.clear()
         self._warm.clear()
+        self._uses.clear()
 
     # -- transactions -------------------------------------------------------------------
 
@@ -202,10 +218,70 @@ class EventsPlugin:
         if relation.oid not in self._warm:
             self._report_types(ctx, relation, old, True)
             self._report_types(ctx, relation, new, False)
+        uses = self._uses
+        if len(uses) >= _MAX_COUNTED:
+            uses.clear()
+        uses[relation] = uses.get(relation, 0) + 1
         t = txn.output_plugin_private
-        self._events.append(RowChange(_KIND[change.action], ctx.write_location, ctx.write_xid,
-                                      t.commit_lsn, t.end_lsn, t.commit_time, schema, table,
-                                      new, old))
+        self._events.append(_new_tuple(RowChange, (
+            _KIND[change.action], ctx.write_location, ctx.write_xid, t.commit_lsn, t.end_lsn,
+            t.commit_time, schema, table, new, old)))
+
+    #: rows of a relation through ``change`` before its lane is made: generating its
+    #: fused row functions costs about as much as ~100 rows save, which a relation
+    #: with a few rows (DDL-heavy WAL: a descriptor per ALTER) never pays back
+    LANE_AFTER = 64
+
+    def fast_change(self, ctx: Any, relation: Any, sink: Any
+                    ) -> Optional[Callable[[ReorderBufferTXN, ReorderBufferChange], bool]]:
+        """``change`` as the reorder buffer's fast lane (``ctx.fast_apply``): the event
+        built straight from the WAL tuples (logical/_values_fused.py), for a relation
+        whose names and column types are cached under the current cache epoch (so
+        ``change`` would look nothing up) and that printed ``LANE_AFTER`` rows.  The
+        lane declines (False, no event) whenever ``change`` has more to do: another
+        epoch, TOAST-reassembled values, a tuple not logged, an old tuple without
+        known identity columns.  ``sink`` is unused: events go to ``take()``."""
+        names = self._names.get(relation)
+        if (names is None or ctx.cache_epoch != self._epoch
+                or relation.oid not in self._warm
+                or self._uses.get(relation, 0) < self.LANE_AFTER):
+            return None
+        new, old = self._values.wal_rows(ctx, relation)
+        if new is None:
+            return None
+        epoch = self._epoch
+        schema, table = names
+
+        def lane(txn: ReorderBufferTXN, change: ReorderBufferChange) -> bool:
+            if (ctx.cache_epoch != epoch
+                    or change.newvals is not None or change.oldvals is not None):
+                return False
+            action = change.action
+            if action == CHANGE_INSERT:
+                t = change.newtuple
+                if t is None:
+                    return False
+                kind, n, o = INSERT, new(t), None
+            elif action == CHANGE_UPDATE:
+                t = change.newtuple
+                ot = change.oldtuple
+                if t is None or (ot is not None and old is None):
+                    return False
+                kind, n, o = UPDATE, new(t), None if ot is None else old(ot)  # type: ignore[misc]
+            elif action == CHANGE_DELETE:
+                ot = change.oldtuple
+                if ot is None or old is None:
+                    return False
+                kind, n, o = DELETE, None, old(ot)
+            else:
+                return False
+            p = txn.output_plugin_private
+            self._events.append(_new_tuple(RowChange, (
+                kind, change.lsn, txn.xid, p.commit_lsn, p.end_lsn, p.commit_time,
+                schema, table, n, o)))
+            return True
+
+        return lane
 
     def truncate(self, ctx: Any, txn: ReorderBufferTXN, relations: Sequence[Any],
                  change: ReorderBufferChange) -> None:
