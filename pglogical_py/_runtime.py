@@ -26,7 +26,7 @@ NOTES
     work_mem + 150 MB.
 
     Heap growth.  PyPy starts a major collection once its heap reaches 1.82 times
-    what the last one left alive; past ``MAX_DELTA`` (64 MB) of headroom it starts at
+    what the last one left alive; past ``MAX_DELTA`` (40 MB) of headroom it starts at
     that much more (``PYPY_GC_MAX_DELTA``, also set unless the user set it).  Only a
     heap of more than ~80 MB alive is concerned: a decode against a physical catalog
     of hundreds of thousands of tuple versions, whose peak RSS the 1.82 factor set
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
 #: the nursery the command line asks PyPy for (see NOTES for the figures)
 NURSERY = "8MB"
 #: the most PyPy's heap grows past what a major collection left alive (see NOTES)
-MAX_DELTA = "64MB"
+MAX_DELTA = "40MB"
 #: the glibc tunable the re-executed command line runs with (see NOTES)
 HUGE_PAGES = "glibc.malloc.hugetlb=1"
 #: PyPy's JIT thresholds the command line decodes with (see NOTES for the figures)
