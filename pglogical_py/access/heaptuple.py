@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .._jit import exec_generated
 from ..catalog.relation import ALIGNMENT, TupleDesc
@@ -97,7 +97,8 @@ EXTERNAL_SIZE = {VARTAG_INDIRECT: 10, VARTAG_EXPANDED_RO: 10, VARTAG_EXPANDED_RW
 _u32 = struct.Struct("<I").unpack_from
 
 Value = Union[bytes, str, None]
-Deformer = Callable[..., List[Any]]
+#: a generated deformer: (values, end of the data read)
+Deformer = Callable[..., Tuple[List[Any], int]]
 
 
 def parse_xl_heap_header(data: bytes, pos: int = 0) -> tuple[int, int, int]:

@@ -791,8 +791,8 @@ class XLogReader:
         except _EndOfWal as e:
             self._finish(e.reason, e.lsn, e.fail_page)
             return iter(())
-        except _EndOfInput as e:
-            self._finish_input(e)
+        except _EndOfInput as eoi:
+            self._finish_input(eoi)
             return iter(())
         return self._walk(rec_ptr, start_lsn, skip, on_xid, upto_lsn, fast, on_progress,
                           process)
@@ -1130,8 +1130,8 @@ class XLogReader:
                 except _EndOfWal as e:
                     self._finish(e.reason, e.lsn, e.fail_page)
                     return
-                except _EndOfInput as e:
-                    self._finish_input(e)
+                except _EndOfInput as eoi:
+                    self._finish_input(eoi)
                     return
                 prev_ptr = rec_ptr
                 if rec_ptr >= start_lsn:
@@ -1254,8 +1254,8 @@ class XLogReader:
                 return None, -1, 0, []
             try:
                 cseg = self._segment_for(page_ptr)
-            except _EndOfInput as e:
-                raise _EndOfInput(rec_ptr, e.name) from None
+            except _EndOfInput as eoi:
+                raise _EndOfInput(rec_ptr, eoi.name) from None
             poff = page_ptr - cseg.start
             try:
                 hsize, pinfo, rem_len = self._validate_page(cseg, poff, page_ptr)
