@@ -165,7 +165,7 @@ class TupleDesc:
     def __init__(self, attrs: Sequence[Attribute]) -> None:
         self.attrs: Tuple[Attribute, ...] = tuple(attrs)
         self.natts = len(self.attrs)
-        self._deformer: Optional[Callable[..., List[Any]]] = None
+        self._deformer: Optional[Callable[..., Tuple[List[Any], int]]] = None
         #: tuples deformed before ``_deformer`` was compiled (heaptuple.COMPILE_AFTER)
         self._deform_uses = 0
         for i, att in enumerate(self.attrs):
