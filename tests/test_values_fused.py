@@ -1,4 +1,5 @@
-"""The fused typed rows (logical/_values_fused.py) against the general path they shadow.
+"""The fused typed rows (logical/_values_fused.py) and the generated row functions
+(logical/values.py) against the per-column loops they shadow.
 
 ``changes()`` builds a warm relation's events through its fast lane
 (``EventsPlugin.fast_change``): row functions generated per descriptor and null bitmap
@@ -25,10 +26,12 @@ from pglogical_py.plugins.events import EventsPlugin
 _NEVER = 1 << 62
 
 
-def _events(wdir: str, lane_after: int, monkeypatch: Any) -> Tuple[List[str], int]:
+def _events(wdir: str, lane_after: int, monkeypatch: Any,
+            generate_after: int = 0) -> Tuple[List[str], int]:
     """The fixture's events as reprs (types and digits show), and how many rows the
-    lane built."""
+    lane built; row functions generated after ``generate_after`` rows of a relation."""
     monkeypatch.setattr(EventsPlugin, "LANE_AFTER", lane_after)
+    monkeypatch.setattr(values_module, "ROWS_BEFORE_GENERATING", generate_after)
     carried = [0]
     orig = EventsPlugin.fast_change
 
@@ -68,14 +71,17 @@ def _cases() -> List[Any]:
 @pytest.mark.skipif(not FIXTURE_DIRS, reason="no fixtures")
 @pytest.mark.parametrize("wdir", _cases())
 def test_lane_events_equal_the_general_path(wdir: str, monkeypatch: Any) -> None:
-    """Every fixture of 15-18: the events with the lane from each relation's first warm
-    row equal the events of the general path alone."""
-    general, none = _events(wdir, _NEVER, monkeypatch)
+    """Every fixture of 15-18: the events of the per-column loops alone, of generated
+    row functions from each relation's first row, and of the lane from each relation's
+    first warm row are the same."""
+    loops, none = _events(wdir, _NEVER, monkeypatch, _NEVER)
     assert none == 0
-    fused, carried = _events(wdir, 0, monkeypatch)
-    assert len(fused) == len(general)
-    for i, (a, b) in enumerate(zip(fused, general)):
-        assert a == b, "event %d differs" % i
+    generated, none = _events(wdir, _NEVER, monkeypatch, 0)
+    assert none == 0
+    fused, carried = _events(wdir, 0, monkeypatch, 0)
+    assert len(fused) == len(generated) == len(loops)
+    for i, (a, b, c) in enumerate(zip(fused, generated, loops)):
+        assert a == b == c, "event %d differs" % i
     _CARRIED.append(carried)
 
 
@@ -160,3 +166,33 @@ def test_descriptors_never_fused_take_the_general_path() -> None:
     assert wal_row([Att(4), Att(-2)], [(0, "a", Loader())], slow, None) is None
     assert wal_row([Att(4)], [(0, "a", None)], slow, None) is None
     assert wal_row([Att(4)], [(0, "a", Loader())], slow, None) is not None
+
+
+class _Att:
+    def __init__(self, attlen: int, attalign: str = "i") -> None:
+        self.attlen = attlen
+        self.attalign = attalign
+
+
+def test_relations_without_live_columns_give_empty_rows() -> None:
+    """A table created without columns, or whose columns were all dropped: every row
+    function gives ``{}`` (the regression suite's ``CREATE TABLE t()`` rows)."""
+    from pglogical_py.logical._values_fused import wal_row
+    from pglogical_py.logical.values import _row_function
+
+    assert _row_function([], 0)([]) == {}
+    assert _row_function([], 2)([b"\x01\x00\x00\x00", None]) == {}
+    slow_rows: List[bytes] = []
+
+    def slow(t: bytes) -> dict:
+        slow_rows.append(t)
+        return {}
+
+    fn = wal_row([_Att(4), _Att(4)], [], slow, None)
+    assert fn is not None
+    # xl_heap_header: natts 2, no nulls, t_hoff 24; two int4 attributes
+    assert fn(b"\x02\x00\x00\x00\x18" + b"\x00" + b"\x01\x00\x00\x00" * 2) == {}
+    assert not slow_rows
+    # one NULL: the bitmap variant
+    assert fn(b"\x02\x00\x01\x00\x18\x01" + b"\x01\x00\x00\x00") == {}
+    assert not slow_rows

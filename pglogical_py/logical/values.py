@@ -42,8 +42,10 @@ NOTES
 
     Speed: loaders are resolved once per relation (a Relation object stands for one
     descriptor of one catalog version, as test_decoding keys its printers), and for
-    descriptors of up to ``_MAX_GENERATED`` attributes one function is generated per
-    relation and tuple kind that reads every column and builds the dict: int, float,
+    descriptors of up to ``_MAX_GENERATED`` attributes, once a relation has built
+    ``ROWS_BEFORE_GENERATING`` rows through the per-column loop (a relation with a few
+    rows never pays for generated code), one function is generated per relation and
+    tuple kind that reads every column and builds the dict: int, float,
     text, date, timestamp and numeric values are inline expressions, the others one
     call of their loader's ``fast``.  A row in which a value raises (a value psycopg
     cannot load, a malformed tuple) is done again by the per-column loop, where each
@@ -80,6 +82,11 @@ MODES = ("typed", "text")
 _MAX_GENERATED = 64
 #: relations whose loaders a ChangeValues keeps (cleared beyond: rebuilt on demand)
 _MAX_RELATIONS = 4096
+#: rows of a relation built by the per-column loops before its row functions are
+#: generated: generating and compiling them costs as much as ~100 rows save, which a
+#: relation with a few rows (DDL-heavy WAL: a descriptor per ALTER) never pays back --
+#: under PyPy each generated function is also traced anew
+ROWS_BEFORE_GENERATING = 32
 #: varatt.h VARTAG_ONDISK
 _VARTAG_ONDISK = 18
 
@@ -121,21 +128,48 @@ Row = Callable[[Sequence[Any]], Dict[str, Any]]
 Column = Tuple[int, str, Callable[[Any], Any]]
 
 
+#: one column as ``_build`` resolves it: (attribute index, name, attribute, loader or
+#: None, value of a non-null datum)
+_Resolved = Tuple[int, str, Any, Optional[ValueLoader], Callable[[Any], Any]]
+
+
 class _RelValues:
-    """The loaders of one relation: its new-tuple and old-tuple row functions, and
-    the columns of each (``(attribute index, name, loader)``; ``old_cols`` None: the
-    old tuple's non-NULL columns, no identity columns known)."""
+    """The loaders of one relation: its new-tuple and old-tuple row functions (the
+    per-column loops until ``ROWS_BEFORE_GENERATING`` rows, then generated ones), the
+    columns of each (``cols`` / ``kcols``; ``kcols`` None: the old tuple's non-NULL
+    columns, no identity columns known) and the fused functions of its WAL tuples."""
 
-    __slots__ = ("tupdesc", "new", "old", "new_cols", "old_cols", "wal_rows")
+    __slots__ = ("tupdesc", "natts", "new", "old", "cols", "kcols", "rows", "wal_rows")
 
-    def __init__(self, tupdesc: Any, new: Row, old: Row, new_cols: List[FusedColumn],
-                 old_cols: Optional[List[FusedColumn]]) -> None:
+    def __init__(self, tupdesc: Any, cols: List[_Resolved],
+                 kcols: Optional[List[_Resolved]], old_is_new: bool) -> None:
         self.tupdesc = tupdesc
-        self.new = new
-        self.old = old
-        self.new_cols = new_cols
-        self.old_cols = old_cols
+        self.natts = len(tupdesc.attrs)
+        self.cols = cols
+        self.kcols = kcols
+        self.new: Row = _loop_row([(c[0], c[1], c[4]) for c in cols])
+        if old_is_new:
+            self.old = self.new
+        elif kcols is None:
+            self.old = _non_null_row([(c[0], c[1], c[4]) for c in cols])
+        else:
+            self.old = _loop_row([(c[0], c[1], c[4]) for c in kcols])
+        #: rows built so far, up to ROWS_BEFORE_GENERATING
+        self.rows = 0
         self.wal_rows: Optional[Tuple[Optional[WalRow], Optional[WalRow]]] = None
+
+    def generate(self) -> None:
+        """The generated row functions in place of the loops (same dicts, faster)."""
+        old_is_new = self.old is self.new
+        self.new = _row_function(self.cols, self.natts)
+        if old_is_new:
+            self.old = self.new
+        elif self.kcols is not None:
+            self.old = _row_function(self.kcols, self.natts)
+
+    def fused_columns(self, old: bool) -> Optional[List[FusedColumn]]:
+        cols = self.kcols if old else self.cols
+        return None if cols is None else [(c[0], c[1], c[3]) for c in cols]
 
 
 class ChangeValues:
@@ -158,6 +192,10 @@ class ChangeValues:
         rv = self._rels.get(relation)
         if rv is None or rv.tupdesc is not relation.tupdesc:
             rv = self._build(ctx, relation)
+        if rv.rows < ROWS_BEFORE_GENERATING:
+            rv.rows += 1
+            if rv.rows == ROWS_BEFORE_GENERATING:
+                rv.generate()
         action = change.action
         new = old = None
         if action == CHANGE_INSERT or action == CHANGE_UPDATE:
@@ -181,6 +219,10 @@ class ChangeValues:
         rv = self._rels.get(relation)
         if rv is None or rv.tupdesc is not relation.tupdesc:
             rv = self._build(ctx, relation)
+        if rv.rows < ROWS_BEFORE_GENERATING:
+            rv.rows += 1
+            if rv.rows == ROWS_BEFORE_GENERATING:
+                rv.generate()
         return rv.old(values) if old else rv.new(values)
 
     def wal_rows(self, ctx: Any, relation: Any
@@ -194,19 +236,19 @@ class ChangeValues:
             rv = self._build(ctx, relation)
         fns = rv.wal_rows
         if fns is None:
-            fns = rv.wal_rows = (self._wal_row(rv, rv.new, rv.new_cols),
-                                 self._wal_row(rv, rv.old, rv.old_cols))
+            fns = rv.wal_rows = (self._wal_row(rv, False), self._wal_row(rv, True))
         return fns
 
     @staticmethod
-    def _wal_row(rv: _RelValues, row: Row, cols: Optional[List[FusedColumn]]
-                 ) -> Optional[WalRow]:
+    def _wal_row(rv: _RelValues, old: bool) -> Optional[WalRow]:
+        cols = rv.fused_columns(old)
         if cols is None:
             return None
         tupdesc = rv.tupdesc
 
         def slow(t: bytes) -> Dict[str, Any]:
-            return row(deform_wal_tuple(tupdesc, t))
+            vals = deform_wal_tuple(tupdesc, t)
+            return rv.old(vals) if old else rv.new(vals)
 
         return wal_row(tupdesc.attrs, cols, slow, UNCHANGED_TOAST)
 
@@ -217,28 +259,21 @@ class ChangeValues:
             self._rels.clear()
         catalog = getattr(ctx, "catalog", None)
         attrs = relation.tupdesc.attrs
-        natts = len(attrs)
-        cols: List[Tuple[int, str, Any, Optional[ValueLoader], Callable[[Any], Any]]] = []
+        cols: List[_Resolved] = []
         for i, att in enumerate(attrs):
             if att.attisdropped or att.attnum < 0:
                 continue
             loader, conv = self._column(att, relation, catalog)
             cols.append((i, att.attname, att, loader, conv))
-        new = _row_function(cols, natts)
-        kcols: Optional[List[Any]] = cols
-        if relation.relreplident == REPLICA_IDENTITY_FULL:
-            old = new
-        else:
+        full = relation.relreplident == REPLICA_IDENTITY_FULL
+        kcols: Optional[List[_Resolved]] = cols
+        if not full:
             keys = set(relation.key_attnums)
-            kcols = [c for c in cols if c[2].attnum in keys]
-            if kcols:
-                old = _row_function(kcols, natts)
-            else:
-                # no identity columns in the catalog: the columns the old tuple holds
-                old = _non_null_row([(c[0], c[1], c[4]) for c in cols])
-                kcols = None
-        rv = _RelValues(relation.tupdesc, new, old, [(c[0], c[1], c[3]) for c in cols],
-                        None if kcols is None else [(c[0], c[1], c[3]) for c in kcols])
+            # none: no identity columns in the catalog, the columns the old tuple holds
+            kcols = [c for c in cols if c[2].attnum in keys] or None
+        rv = _RelValues(relation.tupdesc, cols, kcols, full)
+        if ROWS_BEFORE_GENERATING <= 0:
+            rv.generate()
         self._rels[relation] = rv
         return rv
 
@@ -327,8 +362,8 @@ def _row_function(cols: Sequence[Tuple[int, str, Any, Optional[ValueLoader],
     expressions or ``fast`` (text mode: the output functions), the whole row again
     through ``_loop_row`` when any value raises."""
     slow = _loop_row([(c[0], c[1], c[4]) for c in cols])
-    if natts > _MAX_GENERATED:
-        return slow
+    if natts > _MAX_GENERATED or not cols:
+        return slow  # (no live column: a table created without columns, or all dropped)
     # (per-column names carry an underscore: the inline names are letters and digits)
     ns: Dict[str, Any] = dict(INLINE_NAMES)
     ns.update({"SLOW": slow, "UT": UNCHANGED_TOAST, "DT": detoast_inline,
