@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..errors import UsageError
+from ..errors import DecodingError, UsageError
 from ..events import (
     BEGIN,
     COMMIT,
@@ -240,7 +240,8 @@ class EventsPlugin:
         ``change`` would look nothing up) and that printed ``LANE_AFTER`` rows.  The
         lane declines (False, no event) whenever ``change`` has more to do: another
         epoch, TOAST-reassembled values, a tuple not logged, an old tuple without
-        known identity columns.  ``sink`` is unused: events go to ``take()``."""
+        known identity columns, a malformed tuple (``change`` raises its error).
+        ``sink`` is unused: events go to ``take()``."""
         names = self._names.get(relation)
         if (names is None or ctx.cache_epoch != self._epoch
                 or relation.oid not in self._warm
@@ -257,24 +258,28 @@ class EventsPlugin:
                     or change.newvals is not None or change.oldvals is not None):
                 return False
             action = change.action
-            if action == CHANGE_INSERT:
-                t = change.newtuple
-                if t is None:
+            try:
+                if action == CHANGE_INSERT:
+                    t = change.newtuple
+                    if t is None:
+                        return False
+                    kind, n, o = INSERT, new(t), None
+                elif action == CHANGE_UPDATE:
+                    t = change.newtuple
+                    ot = change.oldtuple
+                    if t is None or (ot is not None and old is None):
+                        return False
+                    kind, n, o = (UPDATE, new(t),
+                                  None if ot is None else old(ot))  # type: ignore[misc]
+                elif action == CHANGE_DELETE:
+                    ot = change.oldtuple
+                    if ot is None or old is None:
+                        return False
+                    kind, n, o = DELETE, None, old(ot)
+                else:
                     return False
-                kind, n, o = INSERT, new(t), None
-            elif action == CHANGE_UPDATE:
-                t = change.newtuple
-                ot = change.oldtuple
-                if t is None or (ot is not None and old is None):
-                    return False
-                kind, n, o = UPDATE, new(t), None if ot is None else old(ot)  # type: ignore[misc]
-            elif action == CHANGE_DELETE:
-                ot = change.oldtuple
-                if ot is None or old is None:
-                    return False
-                kind, n, o = DELETE, None, old(ot)
-            else:
-                return False
+            except DecodingError:
+                return False  # a malformed tuple: ``change`` raises its error, as without a lane
             p = txn.output_plugin_private
             self._events.append(_new_tuple(RowChange, (
                 kind, change.lsn, txn.xid, p.commit_lsn, p.end_lsn, p.commit_time,
