@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._jit import exec_generated
 from ..catalog.relation import ALIGNMENT, TupleDesc
@@ -334,6 +334,20 @@ deform_tuple: Callable[..., List[Value]] = (
 )
 
 
+def struct_run(run: Sequence[Tuple[str, int, Any]]) -> str:
+    """The ``struct`` format (little-endian, padding as ``x``) that reads a run of
+    fixed-width attributes at once: ``run`` holds each one's struct code and offset, in
+    order (the fused row functions' leading attributes, read by one call)."""
+    codes = []
+    pos = run[0][1]
+    for code, off, _var in run:
+        if off > pos:
+            codes.append("%dx" % (off - pos))
+        codes.append(code)
+        pos = off + struct.calcsize("<" + code)
+    return "<" + "".join(codes)
+
+
 def deform_wal_tuple(tupdesc: TupleDesc, data: bytes, pos: int = 0) -> List[Value]:
     """DecodeXLogTuple + heap_deform_tuple: ``data[pos:]`` starts with xl_heap_header."""
     infomask2, infomask, hoff = parse_xl_heap_header(data, pos)
@@ -368,4 +382,5 @@ __all__ = [
     "deform_tuple_generic",
     "deform_wal_tuple",
     "parse_xl_heap_header",
+    "struct_run",
 ]

@@ -43,7 +43,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._jit import exec_generated
 from ..access.detoast import detoast_inline
-from ..access.heaptuple import EXTERNAL_SIZE
+from ..access.heaptuple import EXTERNAL_SIZE, struct_run
 from ..catalog.relation import ALIGNMENT
 from ..types.values import INLINE_NAMES
 
@@ -112,15 +112,8 @@ def _compile(attrs: Sequence[Any], cols: Sequence[FusedColumn], nullmap: Optiona
     def flush_run() -> None:
         if not run:
             return
-        codes = []
-        pos = run[0][1]
-        for code, off, _var in run:
-            if off > pos:
-                codes.append("%dx" % (off - pos))
-            codes.append(code)
-            pos = off + struct.calcsize("<" + code)
         name = "S%d" % len(ns)
-        ns[name] = struct.Struct("<" + "".join(codes)).unpack_from
+        ns[name] = struct.Struct(struct_run(run)).unpack_from
         emit("    %s, = %s(t, %d)" % (", ".join(v for _c, _o, v in run), name, base + run[0][1]))
         body.extend(then)
         del run[:]

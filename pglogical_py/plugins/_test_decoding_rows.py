@@ -39,7 +39,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._jit import exec_generated
-from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple
+from ..access.heaptuple import EXTERNAL_SIZE, deform_wal_tuple, struct_run
 from ..catalog.relation import ALIGNMENT
 from ..catalog.snapshot import (
     BOOLOID,
@@ -209,15 +209,8 @@ def _compile_row(attrs: Sequence[Any], cols: List[Optional[ColumnPrinter]], skip
     def flush_run() -> None:
         if not run:
             return
-        codes = []
-        pos = run[0][1]
-        for code, off, _var in run:
-            if off > pos:
-                codes.append("%dx" % (off - pos))
-            codes.append(code)
-            pos = off + struct.calcsize("<" + code)
         name = "S%d" % len(ns)
-        ns[name] = struct.Struct("<" + "".join(codes)).unpack_from
+        ns[name] = struct.Struct(struct_run(run)).unpack_from
         names = ", ".join(v for _c, _o, v in run)
         emit("    %s, = %s(t, %d)" % (names, name, base + run[0][1]))
         del run[:]
