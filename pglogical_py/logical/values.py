@@ -158,6 +158,12 @@ class _RelValues:
         self.rows = 0
         self.wal_rows: Optional[Tuple[Optional[WalRow], Optional[WalRow]]] = None
 
+    def count_row(self) -> None:
+        """One more row through the loops; the generated functions at the last one."""
+        self.rows += 1
+        if self.rows == ROWS_BEFORE_GENERATING:
+            self.generate()
+
     def generate(self) -> None:
         """The generated row functions in place of the loops (same dicts, faster)."""
         old_is_new = self.old is self.new
@@ -193,9 +199,7 @@ class ChangeValues:
         if rv is None or rv.tupdesc is not relation.tupdesc:
             rv = self._build(ctx, relation)
         if rv.rows < ROWS_BEFORE_GENERATING:
-            rv.rows += 1
-            if rv.rows == ROWS_BEFORE_GENERATING:
-                rv.generate()
+            rv.count_row()
         action = change.action
         new = old = None
         if action == CHANGE_INSERT or action == CHANGE_UPDATE:
@@ -220,9 +224,7 @@ class ChangeValues:
         if rv is None or rv.tupdesc is not relation.tupdesc:
             rv = self._build(ctx, relation)
         if rv.rows < ROWS_BEFORE_GENERATING:
-            rv.rows += 1
-            if rv.rows == ROWS_BEFORE_GENERATING:
-                rv.generate()
+            rv.count_row()
         return rv.old(values) if old else rv.new(values)
 
     def wal_rows(self, ctx: Any, relation: Any
